@@ -1,0 +1,79 @@
+/* Error codes shared by every libmlos entry point.
+ *
+ * Conventions:
+ *  - Functions returning int return MLOS_OK (0) on success and one of the
+ *    negative codes below on failure. New codes may be added in later minor
+ *    versions; treat an unknown negative value as a generic failure.
+ *  - mlos_strerror() names a code. For the detailed reason of the most recent
+ *    failure on the calling thread (which file, which errno, which CPU), use
+ *    mlos_last_error_message().
+ *  - A failing call changes nothing unless its documentation says otherwise.
+ *  - No C++ exception ever crosses this API. */
+#ifndef MLOS_ERRORS_H_
+#define MLOS_ERRORS_H_
+
+#include "mlos/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mlos_error {
+  MLOS_OK = 0,
+  /* A NULL pointer, negative count, unknown phase or out-of-range value. */
+  MLOS_ERR_INVALID_ARGUMENT = -1,
+  /* The handle is NULL, already released, or was never issued. */
+  MLOS_ERR_INVALID_HANDLE = -2,
+  /* More CPUs requested than the process is allowed to use (cgroup cpuset,
+   * affinity mask) or than the chosen NUMA node has. */
+  MLOS_ERR_INSUFFICIENT_CPUS = -3,
+  /* Enough CPUs exist, but other processes hold exclusive claims on them. */
+  MLOS_ERR_CPUS_BUSY = -4,
+  /* memory_bytes exceeds what the node / cgroup can currently provide, or a
+   * locked allocation would exceed the job's memory budget. */
+  MLOS_ERR_INSUFFICIENT_MEMORY = -5,
+  /* numa_node_preference names a node that does not exist or is not allowed. */
+  MLOS_ERR_INVALID_NUMA_NODE = -6,
+  /* The operation needs a privilege the process lacks. */
+  MLOS_ERR_PERMISSION = -7,
+  /* mlock refused: RLIMIT_MEMLOCK too low and no CAP_IPC_LOCK. */
+  MLOS_ERR_LOCK_LIMIT = -8,
+  /* The kernel or build lacks what this needs; the message says what. */
+  MLOS_ERR_UNSUPPORTED = -9,
+  /* Part of the published API whose implementation has not landed yet. It
+   * does nothing and never pretends to have worked. */
+  MLOS_ERR_NOT_IMPLEMENTED = -10,
+  /* An unexpected system-call failure; the message carries errno. */
+  MLOS_ERR_SYSTEM = -11,
+  /* A versioned struct's struct_size is smaller than the first version. */
+  MLOS_ERR_VERSION_MISMATCH = -12,
+  /* An output buffer was too small; the needed size was reported. */
+  MLOS_ERR_BUFFER_TOO_SMALL = -13,
+  /* Persistent state (the claim ledger) is unreadable; the message says which
+   * file and how to recover. Nothing was changed. */
+  MLOS_ERR_STATE_CORRUPT = -14,
+  /* Out of memory inside the library. */
+  MLOS_ERR_NO_MEMORY = -15,
+  /* The thread is not (or no longer) a thread of this process. */
+  MLOS_ERR_NO_SUCH_THREAD = -16,
+  /* A wait ran past its deadline. */
+  MLOS_ERR_TIMEOUT = -17
+} mlos_error_t;
+
+/* A short, static, human-readable name for an error code ("invalid
+ * argument"). Unknown codes give "unknown error". Never NULL. Thread-safe. */
+MLOS_API const char* mlos_strerror(int code);
+
+/* The code of the last failing libmlos call on the calling thread (MLOS_OK if
+ * none has failed yet). Successful calls do not reset it. */
+MLOS_API int mlos_last_error(void);
+
+/* The detailed message of the last failing libmlos call on the calling
+ * thread, or "" if none. Valid until the next libmlos call on this thread. */
+MLOS_API const char* mlos_last_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLOS_ERRORS_H_ */

@@ -1,0 +1,342 @@
+/* mlOS Training Workload API -- start here.
+ *
+ * The published entry points (mlos_training_request_resources ...
+ * mlos_training_allreduce) keep their published names, signatures and
+ * struct fields, so programs written against the published API compile
+ * unchanged. Everything else in this header is a documented extension.
+ *
+ * Conventions (see also mlos/errors.h):
+ *  - Handles are opaque. A handle comes from mlos_training_request_resources
+ *    and is ended by mlos_training_release_resources; nothing else frees it.
+ *    Passing a released or made-up handle is detected and returns
+ *    MLOS_ERR_INVALID_HANDLE (handles are never reused in a process).
+ *  - int results are MLOS_OK (0) or a negative mlos_error_t; failing calls
+ *    change nothing unless stated. mlos_last_error_message() has details.
+ *  - Every function is thread-safe; one handle may be used from several
+ *    threads at once. A call racing with release either completes before the
+ *    release or returns MLOS_ERR_INVALID_HANDLE.
+ *  - The published request struct is frozen. Growth happens through
+ *    versioned extension structs whose first field, struct_size, the caller
+ *    sets to sizeof(the struct it compiled against); the library accepts any
+ *    size from the first version on and fills or reads only that prefix.
+ *  - The library never writes to stdout/stderr on its own; see mlos/log.h.
+ *
+ * Engines: MLOS_MODE=auto|embedded|daemon picks how requests are served.
+ * This version ships the embedded engine (in-process; cross-process claims in
+ * a file-locked ledger in the runtime directory); "daemon" returns
+ * MLOS_ERR_UNSUPPORTED until mlosd lands, and "auto" uses embedded. */
+#ifndef MLOS_TRAINING_H_
+#define MLOS_TRAINING_H_
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlos/errors.h"
+#include "mlos/export.h"
+#include "mlos/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Published types                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The six training phases. What each does to the job's bound threads is the
+ * phase policy documented in docs/phases.md. */
+typedef enum mlos_training_phase {
+  MLOS_TRAINING_PHASE_IDLE = 0,
+  MLOS_TRAINING_PHASE_DATA_LOADING = 1,
+  MLOS_TRAINING_PHASE_FORWARD = 2,
+  MLOS_TRAINING_PHASE_BACKWARD = 3,
+  MLOS_TRAINING_PHASE_OPTIMIZER = 4,
+  MLOS_TRAINING_PHASE_CHECKPOINT = 5
+} mlos_training_phase_t;
+
+#define MLOS_TRAINING_PHASE_COUNT 6
+
+typedef enum mlos_reduce_op {
+  MLOS_REDUCE_SUM = 0,
+  MLOS_REDUCE_PROD = 1,
+  MLOS_REDUCE_MIN = 2,
+  MLOS_REDUCE_MAX = 3,
+  MLOS_REDUCE_AVG = 4
+} mlos_reduce_op_t;
+
+/* What a job asks for. Frozen layout (published); extend through
+ * mlos_training_request_options_t. Zero-initialise what you do not set. */
+typedef struct mlos_training_resource_request {
+  /* CPUs wanted, >= 1. Must fit inside the CPUs the process is allowed
+   * (cgroup cpuset and affinity mask). */
+  int num_cpus;
+  /* Memory the job expects to use; 0 = no requirement. Checked against what
+   * the machine and the process's memory cgroup can provide now. */
+  size_t memory_bytes;
+  /* NUMA node OS index, or -1 to let mlOS pick the node that fits best. */
+  int numa_node_preference;
+  /* Job importance, MLOS_PRIORITY_MIN..MLOS_PRIORITY_MAX, 0 = normal.
+   * Higher is more important: it lowers the nice value of every phase by
+   * `priority` (see docs/phases.md). */
+  int priority;
+  /* true: no other mlOS claim may overlap these CPUs while held.
+   * false: shared; overlaps other shared claims, never exclusive ones. */
+  bool exclusive_cpus;
+} mlos_training_resource_request_t;
+
+#define MLOS_PRIORITY_MIN (-10)
+#define MLOS_PRIORITY_MAX 10
+
+/* Opaque handle to granted resources. */
+typedef struct mlos_training_resources mlos_training_resources_t;
+
+/* Memory-pressure levels delivered to callbacks (see
+ * mlos_training_register_memory_callback). */
+typedef enum mlos_memory_pressure_level {
+  MLOS_MEMORY_PRESSURE_NORMAL = 0,
+  MLOS_MEMORY_PRESSURE_MODERATE = 1,
+  MLOS_MEMORY_PRESSURE_CRITICAL = 2
+} mlos_memory_pressure_level_t;
+
+/* Figures behind a memory-pressure notification. Versioned: read only the
+ * fields within struct_size. */
+typedef struct mlos_memory_pressure_info {
+  uint32_t struct_size;
+  mlos_memory_pressure_level_t level;
+  uint64_t available_bytes;
+  uint64_t budget_bytes;
+  double psi_some_avg10;
+} mlos_memory_pressure_info_t;
+
+typedef void (*mlos_memory_callback_t)(mlos_memory_pressure_level_t level,
+                                       const mlos_memory_pressure_info_t* info,
+                                       void* user_data);
+
+/* ------------------------------------------------------------------ */
+/* Published entry points                                              */
+/* ------------------------------------------------------------------ */
+
+/* Claims CPUs (and a NUMA node) for a job and returns a handle.
+ *
+ * Placement: inside the CPUs the process may use; on the NUMA node that fits
+ * best when numa_node_preference is -1 (enough free CPUs and memory, fewest
+ * CPUs shared with other claims, smallest leftover); whole cores before SMT
+ * siblings. If no single node can hold num_cpus and the preference is -1, the
+ * claim spans the fewest nodes. Claims are recorded in the node's ledger so
+ * that exclusive CPUs never overlap across processes; a claim whose process
+ * died is reclaimed automatically.
+ *
+ * Nothing about the calling thread changes here: use bind_thread.
+ * Errors: INVALID_ARGUMENT (NULL, num_cpus < 1, priority out of range,
+ * numa_node_preference < -1), INVALID_NUMA_NODE, INSUFFICIENT_CPUS,
+ * CPUS_BUSY, INSUFFICIENT_MEMORY, STATE_CORRUPT, SYSTEM. On error
+ * *resources is set to NULL and no claim is made. */
+MLOS_API int mlos_training_request_resources(
+    const mlos_training_resource_request_t* request,
+    mlos_training_resources_t** resources);
+
+/* Restores what bind_thread and set_phase changed on threads that still
+ * exist (affinity, nice, I/O priority; the memory policy only of the calling
+ * thread, as Linux allows nothing else), unlocks and frees checkpoint
+ * buffers, unlocks registered buffers and drops the claim. NULL returns
+ * MLOS_OK; a second release of the same handle returns
+ * MLOS_ERR_INVALID_HANDLE and does nothing else. */
+MLOS_API int mlos_training_release_resources(mlos_training_resources_t* resources);
+
+/* Pins `thread` (a thread of this process) to the allocation.
+ * cpu_index in [0, num_cpus) pins it to that one CPU of the allocation (the
+ * order is mlos_training_get_cpus()'s); MLOS_CPU_INDEX_ALL (-1) lets it run on
+ * any CPU of the allocation. When `thread` is the calling thread, its NUMA
+ * memory policy is also set to the allocation's node(s); Linux offers no way
+ * to set another thread's memory policy, so for other threads only the
+ * affinity changes (their first-touch allocations still land on the local
+ * node of the CPUs they now run on). The thread joins the job's bound threads,
+ * to which set_phase applies the phase policy at once.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (cpu_index out of range),
+ * NO_SUCH_THREAD, SYSTEM. */
+MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,
+                                       pthread_t thread, int cpu_index);
+
+#define MLOS_CPU_INDEX_ALL (-1)
+
+/* Enters `phase`: counts and times it in the phase profile and applies the
+ * phase policy (CPU nice, I/O priority, buffer locking) to the job's bound
+ * threads. Costs no system call when the resulting OS settings equal the
+ * current ones. When a setting cannot be applied (e.g. raising priority
+ * without CAP_SYS_NICE) the phase is still recorded, MLOS_OK is returned and
+ * the reason is kept (mlos_training_get_notes, placement.degraded_effects).
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (unknown phase). */
+MLOS_API int mlos_training_set_phase(mlos_training_resources_t* resources,
+                                     mlos_training_phase_t phase);
+
+/* Registers a callback for memory-pressure levels.
+ * Not available in this version: validates its arguments, then returns
+ * MLOS_ERR_NOT_IMPLEMENTED and registers nothing. */
+MLOS_API int mlos_training_register_memory_callback(
+    mlos_training_resources_t* resources, mlos_memory_callback_t callback,
+    void* user_data);
+
+/* Allocates `size` bytes (rounded up to pages) that are prefaulted and
+ * locked in RAM (they show in VmLck), for checkpoint staging. Counted against
+ * memory_bytes when that is non-zero. Returns NULL on failure with
+ * mlos_last_error() set: INVALID_HANDLE, INVALID_ARGUMENT (size 0),
+ * LOCK_LIMIT (RLIMIT_MEMLOCK / no CAP_IPC_LOCK: never a silent unlocked
+ * buffer), INSUFFICIENT_MEMORY (over budget), NO_MEMORY.
+ * Free with mlos_training_free_checkpoint_buffer or release_resources. */
+MLOS_API void* mlos_training_alloc_checkpoint_buffer(
+    mlos_training_resources_t* resources, size_t size);
+
+/* Waits until all `world_size` ranks arrive.
+ * Not available in this version: validates arguments (0 <= rank <
+ * world_size), then returns MLOS_ERR_NOT_IMPLEMENTED. */
+MLOS_API int mlos_training_barrier(mlos_training_resources_t* resources,
+                                   int rank, int world_size);
+
+/* In-place all-reduce of `count` float32 values.
+ * Not available in this version: validates arguments (data may be NULL only
+ * when count is 0; op known), then returns MLOS_ERR_NOT_IMPLEMENTED. */
+MLOS_API int mlos_training_allreduce(mlos_training_resources_t* resources,
+                                     void* data, size_t count,
+                                     mlos_reduce_op_t op);
+
+/* ------------------------------------------------------------------ */
+/* Extensions                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Request options beyond the published struct. */
+enum {
+  /* Bind memory to the chosen node(s) (MPOL_BIND) instead of preferring
+   * them (MPOL_PREFERRED, the default, which falls back when a node is full
+   * instead of invoking the OOM killer). */
+  MLOS_REQUEST_STRICT_MEMBIND = 1u << 0,
+  /* Fail with INSUFFICIENT_CPUS rather than span several NUMA nodes. */
+  MLOS_REQUEST_SINGLE_NODE = 1u << 1
+};
+
+typedef struct mlos_training_request_options {
+  uint32_t struct_size; /* sizeof(mlos_training_request_options_t) */
+  uint32_t flags;       /* MLOS_REQUEST_* */
+  const char* label;    /* shown by `mlos status`; copied; may be NULL */
+} mlos_training_request_options_t;
+
+/* mlos_training_request_resources with options; options may be NULL.
+ * Extra error: VERSION_MISMATCH (struct_size too small), INVALID_ARGUMENT
+ * (unknown flag bits). */
+MLOS_API int mlos_training_request_resources_ex(
+    const mlos_training_resource_request_t* request,
+    const mlos_training_request_options_t* options,
+    mlos_training_resources_t** resources);
+
+/* Frees a buffer from mlos_training_alloc_checkpoint_buffer (unlocks and
+ * unmaps it). NULL buffer returns MLOS_OK. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (not a checkpoint buffer of this handle). */
+MLOS_API int mlos_training_free_checkpoint_buffer(
+    mlos_training_resources_t* resources, void* buffer);
+
+/* Kinds of caller-owned buffers whose residency follows the phase. */
+typedef enum mlos_buffer_kind {
+  /* Locked on the first entry into BACKWARD, kept locked through OPTIMIZER
+   * and CHECKPOINT, unlocked on IDLE and at release. */
+  MLOS_BUFFER_GRADIENT = 1
+} mlos_buffer_kind_t;
+
+/* Registers [addr, addr+size) (caller-owned memory, page-rounded outwards)
+ * to be locked per its kind. Locking failures do not fail set_phase: they
+ * are recorded as a note (MLOS_EFFECT_MEMLOCK). Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (NULL, size 0, unknown kind, overlaps a registered
+ * buffer). */
+MLOS_API int mlos_training_register_buffer(mlos_training_resources_t* resources,
+                                           void* addr, size_t size,
+                                           mlos_buffer_kind_t kind);
+
+/* Unlocks and forgets a buffer registered at `addr`. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (not registered). */
+MLOS_API int mlos_training_unregister_buffer(
+    mlos_training_resources_t* resources, void* addr);
+
+/* Bits of mlos_training_placement_t.degraded_effects: effects that could not
+ * be fully applied; mlos_training_get_notes() says why. */
+enum {
+  MLOS_EFFECT_AFFINITY = 1u << 0,
+  MLOS_EFFECT_MEMPOLICY = 1u << 1,
+  MLOS_EFFECT_CPU_PRIORITY = 1u << 2,
+  MLOS_EFFECT_IO_PRIORITY = 1u << 3,
+  MLOS_EFFECT_MEMLOCK = 1u << 4,
+  MLOS_EFFECT_LEDGER = 1u << 5
+};
+
+typedef enum mlos_memory_policy {
+  MLOS_MEMPOLICY_PREFERRED = 0, /* MPOL_PREFERRED on the node */
+  MLOS_MEMPOLICY_BIND = 1,      /* MPOL_BIND on the node(s) */
+  MLOS_MEMPOLICY_INTERLEAVE = 2 /* MPOL_INTERLEAVE across spanned nodes */
+} mlos_memory_policy_t;
+
+typedef struct mlos_training_placement {
+  uint32_t struct_size;          /* in: sizeof(mlos_training_placement_t) */
+  int num_cpus;                  /* CPUs granted */
+  int numa_node;                 /* primary node (holds most of the CPUs) */
+  int num_numa_nodes;            /* nodes the allocation spans (>= 1) */
+  bool exclusive;                /* exclusive claim */
+  int recommended_threads;       /* intra-op thread count: physical cores */
+  mlos_memory_policy_t memory_policy;
+  size_t memory_bytes;           /* as requested */
+  mlos_training_phase_t phase;   /* current phase */
+  uint32_t degraded_effects;     /* MLOS_EFFECT_* bits */
+  uint64_t claim_id;             /* id in the node ledger (mlos status) */
+  int bound_threads;             /* threads bound so far */
+} mlos_training_placement_t;
+
+/* Fills `placement` up to placement->struct_size. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (NULL), VERSION_MISMATCH. */
+MLOS_API int mlos_training_get_placement(const mlos_training_resources_t* resources,
+                                         mlos_training_placement_t* placement);
+
+/* Writes the allocation's CPU OS indices, in cpu_index order, into
+ * cpus[0..capacity) and the total into *count. cpus may be NULL when
+ * capacity is 0 (size query). Errors: INVALID_HANDLE, INVALID_ARGUMENT,
+ * BUFFER_TOO_SMALL (*count still set). */
+MLOS_API int mlos_training_get_cpus(const mlos_training_resources_t* resources,
+                                    int* cpus, size_t capacity, size_t* count);
+
+/* The intra-op thread count to give thread pools (OpenMP, MKL, torch) for
+ * this allocation: the number of physical cores it covers, at least 1.
+ * Returns the count (> 0) or a negative error (INVALID_HANDLE). */
+MLOS_API int mlos_training_recommended_threads(
+    const mlos_training_resources_t* resources);
+
+typedef struct mlos_training_phase_profile {
+  uint32_t struct_size;                 /* in: sizeof(...) */
+  mlos_training_phase_t current_phase;
+  /* Wall seconds spent in each phase since the request (the current phase
+   * counts up to now). */
+  double seconds[MLOS_TRAINING_PHASE_COUNT];
+  /* Times each phase was entered (a set_phase to the current phase is not
+   * an entry). */
+  uint64_t entries[MLOS_TRAINING_PHASE_COUNT];
+  uint64_t set_phase_calls;  /* all set_phase calls, including no-ops */
+  uint64_t os_updates;       /* calls that had to change OS settings */
+} mlos_training_phase_profile_t;
+
+/* Fills `profile` up to profile->struct_size. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT, VERSION_MISMATCH. */
+MLOS_API int mlos_training_get_phase_profile(
+    const mlos_training_resources_t* resources,
+    mlos_training_phase_profile_t* profile);
+
+/* Why effects were degraded: one line per effect, "effect: reason\n", the
+ * latest reason per effect. Writes a NUL-terminated string into buf (may be
+ * NULL when len is 0) and the needed size including the NUL into *needed.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT, BUFFER_TOO_SMALL. */
+MLOS_API int mlos_training_get_notes(const mlos_training_resources_t* resources,
+                                     char* buf, size_t len, size_t* needed);
+
+/* Name of a phase ("FORWARD"), or "UNKNOWN". Static string. */
+MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLOS_TRAINING_H_ */

@@ -1,0 +1,304 @@
+// The C ABI of include/mlos/training.h. Every entry point validates its
+// arguments, catches every exception, and maps errors to mlos_error_t here.
+#include <cstring>
+#include <new>
+
+#include "api/engine_select.h"
+#include "api/handle_registry.h"
+#include "api/last_error.h"
+#include "core/phase_policy.h"
+#include "engine/job.h"
+#include "mlos/training.h"
+#include "os/kernel.h"
+#include "os/thread_id.h"
+
+using mlos::Error;
+using mlos::make_error;
+using mlos::record_error;
+
+namespace {
+
+// Runs `body` (returning an int code), turning exceptions into codes.
+template <class F>
+int guarded(F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return record_error(make_error(MLOS_ERR_NO_MEMORY, "out of memory inside libmlos"));
+  } catch (const std::exception& e) {
+    return record_error(make_error(MLOS_ERR_SYSTEM, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return record_error(make_error(MLOS_ERR_SYSTEM, "internal error"));
+  }
+}
+
+int invalid_handle() {
+  return record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, released or unknown resources handle"));
+}
+
+// Copies `ours` into a caller struct whose first field is struct_size,
+// honouring both sizes: older callers get a prefix, newer ones get zeros
+// past what this library knows.
+template <class T>
+int fill_versioned(T* out, const T& ours, size_t first_version_size) {
+  const uint32_t size = out->struct_size;
+  if (size < first_version_size) {
+    return record_error(make_error(MLOS_ERR_VERSION_MISMATCH,
+                                   "struct_size " + std::to_string(size) + " is smaller than the first version (" +
+                                       std::to_string(first_version_size) + "); set it to sizeof the struct"));
+  }
+  const size_t n = std::min<size_t>(size, sizeof(T));
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&ours) + sizeof(uint32_t),
+              n - sizeof(uint32_t));
+  if (size > sizeof(T)) std::memset(reinterpret_cast<char*>(out) + sizeof(T), 0, size - sizeof(T));
+  return MLOS_OK;
+}
+
+constexpr size_t kPlacementV1Size = sizeof(mlos_training_placement_t);
+constexpr size_t kProfileV1Size = sizeof(mlos_training_phase_profile_t);
+constexpr size_t kOptionsV1Size = sizeof(mlos_training_request_options_t);
+constexpr uint32_t kKnownRequestFlags = MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE;
+
+}  // namespace
+
+extern "C" {
+
+int mlos_training_request_resources_ex(const mlos_training_resource_request_t* request,
+                                       const mlos_training_request_options_t* options,
+                                       mlos_training_resources_t** resources) {
+  return guarded([&] {
+    if (resources != nullptr) *resources = nullptr;
+    if (request == nullptr || resources == nullptr) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "request and resources must not be NULL"));
+    }
+    if (request->priority < MLOS_PRIORITY_MIN || request->priority > MLOS_PRIORITY_MAX) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "priority " + std::to_string(request->priority) +
+                                                                    " is outside [" +
+                                                                    std::to_string(MLOS_PRIORITY_MIN) + ", " +
+                                                                    std::to_string(MLOS_PRIORITY_MAX) + "]"));
+    }
+    mlos::ClaimRequest cr;
+    cr.placement.num_cpus = request->num_cpus;
+    cr.placement.memory_bytes = request->memory_bytes;
+    cr.placement.numa_preference = request->numa_node_preference;
+    cr.placement.exclusive = request->exclusive_cpus;
+    if (options != nullptr) {
+      if (options->struct_size < kOptionsV1Size) {
+        return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "options struct_size too small"));
+      }
+      if (options->flags & ~kKnownRequestFlags) {
+        return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown request option flags"));
+      }
+      cr.placement.strict_membind = options->flags & MLOS_REQUEST_STRICT_MEMBIND;
+      cr.placement.single_node = options->flags & MLOS_REQUEST_SINGLE_NODE;
+      if (options->label != nullptr) cr.label = options->label;
+    }
+    auto broker = mlos::select_broker();
+    if (!broker) return record_error(broker.error());
+    auto grant = (*broker)->acquire(cr);
+    if (!grant) return record_error(grant.error());
+    mlos::JobSpec spec{cr.placement, request->priority, cr.label};
+    auto job = std::make_shared<mlos::Job>(spec, std::move(grant.value()), *broker, mlos::os::linux_kernel());
+    *resources = mlos::HandleRegistry::instance().add(std::move(job));
+    return static_cast<int>(MLOS_OK);
+  });
+}
+
+int mlos_training_request_resources(const mlos_training_resource_request_t* request,
+                                    mlos_training_resources_t** resources) {
+  return mlos_training_request_resources_ex(request, nullptr, resources);
+}
+
+int mlos_training_release_resources(mlos_training_resources_t* resources) {
+  return guarded([&] {
+    if (resources == nullptr) return static_cast<int>(MLOS_OK);
+    auto job = mlos::HandleRegistry::instance().take(resources);
+    if (!job) return invalid_handle();
+    return mlos::to_code(job->release());
+  });
+}
+
+int mlos_training_bind_thread(mlos_training_resources_t* resources, pthread_t thread, int cpu_index) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    auto tid = mlos::os::thread_tid(thread);
+    if (!tid) return record_error(tid.error());
+    return mlos::to_code(job->bind_thread(*tid, pthread_equal(thread, pthread_self()) != 0, cpu_index));
+  });
+}
+
+int mlos_training_set_phase(mlos_training_resources_t* resources, mlos_training_phase_t phase) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    return mlos::to_code(job->set_phase(phase));
+  });
+}
+
+int mlos_training_register_memory_callback(mlos_training_resources_t* resources, mlos_memory_callback_t callback,
+                                           void* user_data) {
+  (void)user_data;
+  return guarded([&] {
+    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if (callback == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "callback is NULL"));
+    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED,
+                                   "memory-pressure callbacks are not available in this version; nothing was "
+                                   "registered"));
+  });
+}
+
+void* mlos_training_alloc_checkpoint_buffer(mlos_training_resources_t* resources, size_t size) {
+  void* out = nullptr;
+  guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    auto p = job->alloc_checkpoint_buffer(size);
+    if (!p) return record_error(p.error());
+    out = *p;
+    return static_cast<int>(MLOS_OK);
+  });
+  return out;
+}
+
+int mlos_training_free_checkpoint_buffer(mlos_training_resources_t* resources, void* buffer) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    return mlos::to_code(job->free_checkpoint_buffer(buffer));
+  });
+}
+
+int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int world_size) {
+  return guarded([&] {
+    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if (world_size < 1 || rank < 0 || rank >= world_size) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "need 0 <= rank < world_size, got rank " +
+                                                                    std::to_string(rank) + ", world_size " +
+                                                                    std::to_string(world_size)));
+    }
+    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED, "barrier is not available in this version"));
+  });
+}
+
+int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
+  return guarded([&] {
+    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if ((data == nullptr && count > 0) || op < MLOS_REDUCE_SUM || op > MLOS_REDUCE_AVG) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
+    }
+    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED, "allreduce is not available in this version"));
+  });
+}
+
+int mlos_training_register_buffer(mlos_training_resources_t* resources, void* addr, size_t size,
+                                  mlos_buffer_kind_t kind) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    return mlos::to_code(job->register_buffer(addr, size, kind));
+  });
+}
+
+int mlos_training_unregister_buffer(mlos_training_resources_t* resources, void* addr) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    return mlos::to_code(job->unregister_buffer(addr));
+  });
+}
+
+int mlos_training_get_placement(const mlos_training_resources_t* resources, mlos_training_placement_t* placement) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    if (placement == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "placement is NULL"));
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    mlos_training_placement_t p{};
+    p.num_cpus = static_cast<int>(snap->placement.cpus.size());
+    p.numa_node = snap->placement.primary_node;
+    p.num_numa_nodes = static_cast<int>(snap->placement.nodes.size());
+    p.exclusive = snap->exclusive;
+    p.recommended_threads = std::max(1, snap->placement.physical_cores);
+    p.memory_policy = snap->placement.memory_policy;
+    p.memory_bytes = snap->memory_bytes;
+    p.phase = snap->phase;
+    p.degraded_effects = snap->degraded;
+    p.claim_id = snap->claim_id;
+    p.bound_threads = snap->bound_threads;
+    return fill_versioned(placement, p, kPlacementV1Size);
+  });
+}
+
+int mlos_training_get_cpus(const mlos_training_resources_t* resources, int* cpus, size_t capacity, size_t* count) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    if (count == nullptr || (cpus == nullptr && capacity > 0)) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "count is NULL, or cpus is NULL with capacity > 0"));
+    }
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    const auto& v = snap->placement.cpus;
+    *count = v.size();
+    if (capacity < v.size()) {
+      return record_error(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(v.size()) + " CPUs"));
+    }
+    std::copy(v.begin(), v.end(), cpus);
+    return static_cast<int>(MLOS_OK);
+  });
+}
+
+int mlos_training_recommended_threads(const mlos_training_resources_t* resources) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    return std::max(1, snap->placement.physical_cores);
+  });
+}
+
+int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
+                                    mlos_training_phase_profile_t* profile) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    if (profile == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "profile is NULL"));
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    mlos_training_phase_profile_t p{};
+    p.current_phase = snap->phase;
+    for (int i = 0; i < MLOS_TRAINING_PHASE_COUNT; ++i) {
+      p.seconds[i] = static_cast<double>(snap->phase_ns[i]) / 1e9;
+      p.entries[i] = snap->entries[i];
+    }
+    p.set_phase_calls = snap->set_phase_calls;
+    p.os_updates = snap->os_updates;
+    return fill_versioned(profile, p, kProfileV1Size);
+  });
+}
+
+int mlos_training_get_notes(const mlos_training_resources_t* resources, char* buf, size_t len, size_t* needed) {
+  return guarded([&] {
+    auto job = mlos::HandleRegistry::instance().find(resources);
+    if (!job) return invalid_handle();
+    if (needed == nullptr || (buf == nullptr && len > 0)) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed is NULL, or buf is NULL with len > 0"));
+    }
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    *needed = snap->notes.size() + 1;
+    if (len < *needed) {
+      if (len > 0) buf[0] = '\0';
+      return record_error(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "notes need " + std::to_string(*needed) + " bytes"));
+    }
+    std::memcpy(buf, snap->notes.c_str(), *needed);
+    return static_cast<int>(MLOS_OK);
+  });
+}
+
+const char* mlos_training_phase_name(mlos_training_phase_t phase) { return mlos::PhasePolicy::name(phase); }
+
+}  // extern "C"

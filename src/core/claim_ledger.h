@@ -1,0 +1,73 @@
+// The node's record of CPU claims (the "ledger"), as a value: parsing and
+// printing its JSON form, pruning dead owners, and turning it into the
+// CpuUsage a new request competes with. Pure logic; the file, its lock and
+// process liveness checks live in os/.
+//
+// File format (schema_version 1):
+//   {"schema_version":1,"next_id":7,"claims":[{"id":3,"pid":123,
+//     "start_time":456,"uid":0,"cpus":"0-3","exclusive":true,
+//     "envelope":false,"numa_node":0,"memory_bytes":0,"label":"",
+//     "created_unix":1700000000}]}
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cpu_set.h"
+#include "core/placement.h"
+#include "core/status.h"
+
+namespace mlos {
+
+// A process identity that survives PID reuse: the PID plus its start time
+// (field 22 of /proc/<pid>/stat, clock ticks since boot).
+struct ProcessId {
+  int pid = 0;
+  uint64_t start_time = 0;
+  bool operator==(const ProcessId&) const = default;
+};
+
+struct Claim {
+  uint64_t id = 0;
+  ProcessId owner;
+  uint32_t uid = 0;
+  CpuSet cpus;
+  bool exclusive = false;
+  // An envelope claim (made by `mlos run`) bounds its owner and the owner's
+  // descendants: their own requests nest inside it instead of competing.
+  bool envelope = false;
+  int numa_node = 0;
+  uint64_t memory_bytes = 0;
+  std::string label;
+  int64_t created_unix = 0;
+};
+
+struct ClaimLedger {
+  static constexpr int kSchemaVersion = 1;
+  uint64_t next_id = 1;
+  std::vector<Claim> claims;
+
+  // STATE_CORRUPT with the reason if `json` is not a valid ledger (bad JSON,
+  // wrong schema_version, bad field); "" parses as an empty ledger.
+  static Result<ClaimLedger> parse(std::string_view json);
+  std::string serialize() const;
+
+  // Removes claims whose owner `is_alive` rejects; returns them.
+  std::vector<Claim> prune(const std::function<bool(const ProcessId&)>& is_alive);
+
+  // Usage by every claim that competes with a request from a process whose
+  // lineage (itself, then its ancestors) is `lineage`: all claims except
+  // envelopes owned by a member of the lineage.
+  CpuUsage usage_for(const std::vector<ProcessId>& lineage) const;
+
+  // Appends a claim with a fresh id; returns the id.
+  uint64_t add(Claim claim);
+  // true if a claim with `id` was removed.
+  bool remove(uint64_t id);
+  const Claim* find(uint64_t id) const;
+};
+
+}  // namespace mlos

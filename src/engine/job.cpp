@@ -1,0 +1,276 @@
+#include "engine/job.h"
+
+#include <linux/mempolicy.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace mlos {
+
+const char* effect_name(uint32_t effect) {
+  switch (effect) {
+    case MLOS_EFFECT_AFFINITY:
+      return "affinity";
+    case MLOS_EFFECT_MEMPOLICY:
+      return "mempolicy";
+    case MLOS_EFFECT_CPU_PRIORITY:
+      return "cpu_priority";
+    case MLOS_EFFECT_IO_PRIORITY:
+      return "io_priority";
+    case MLOS_EFFECT_MEMLOCK:
+      return "memlock";
+    case MLOS_EFFECT_LEDGER:
+      return "ledger";
+    default:
+      return "unknown";
+  }
+}
+
+uint64_t Job::steady_clock_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel, Clock clock)
+    : spec_(std::move(spec)),
+      grant_(std::move(grant)),
+      broker_(std::move(broker)),
+      kernel_(kernel),
+      clock_(std::move(clock)),
+      profile_(clock_()) {
+  if (!grant_.ledger_note.empty()) note(MLOS_EFFECT_LEDGER, grant_.ledger_note);
+}
+
+void Job::note(uint32_t effect, const std::string& reason) {
+  degraded_ |= effect;
+  notes_[effect] = reason;
+}
+
+size_t Job::round_to_pages(size_t bytes) const {
+  size_t page = kernel_.page_size();
+  return (bytes + page - 1) / page * page;
+}
+
+Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  const auto& cpus = grant_.placement.cpus;
+  if (cpu_index != MLOS_CPU_INDEX_ALL && (cpu_index < 0 || cpu_index >= static_cast<int>(cpus.size()))) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "cpu_index " + std::to_string(cpu_index) + " is outside [0, " +
+                                                     std::to_string(cpus.size()) + ") and not MLOS_CPU_INDEX_ALL");
+  }
+  CpuSet target = cpu_index == MLOS_CPU_INDEX_ALL ? grant_.placement.cpu_set : CpuSet::of({cpus[cpu_index]});
+
+  auto it = std::find_if(threads_.begin(), threads_.end(), [&](const BoundThread& t) { return t.tid == tid; });
+  if (it == threads_.end()) {
+    // First bind of this thread: remember what to restore.
+    auto affinity = kernel_.affinity(tid);
+    if (!affinity) return affinity.error();
+    auto nice = kernel_.nice(tid);
+    if (!nice) return nice.error();
+    auto io = kernel_.io_priority(tid);
+    if (!io) return io.error();
+    BoundThread t{};
+    t.tid = tid;
+    t.original_affinity = *affinity;
+    t.base_nice = *nice;
+    t.original_io = *io;
+    t.lowest_nice = kernel_.lowest_permitted_nice();
+    // If this process may not lower the thread's nice back to where it
+    // started, raising it (IDLE) would be irreversible: leave nice alone.
+    t.manage_nice = t.lowest_nice <= t.base_nice;
+    if (!t.manage_nice) {
+      note(MLOS_EFFECT_CPU_PRIORITY,
+           "not managed: lowering nice needs CAP_SYS_NICE or RLIMIT_NICE (lowest permitted " +
+               std::to_string(t.lowest_nice) + ", thread at " + std::to_string(t.base_nice) +
+               "), so raising it for a phase could not be undone");
+    }
+    t.attempted = ThreadSettings{t.base_nice, t.original_io};
+    threads_.push_back(t);
+    it = threads_.end() - 1;
+  }
+
+  if (Status s = kernel_.set_affinity(tid, target); !s) {
+    note(MLOS_EFFECT_AFFINITY, s.error().describe());
+    return s;
+  }
+  if (is_calling_thread && !it->set_mempolicy) {
+    auto current = kernel_.memory_policy();
+    os::MemoryPolicy p;
+    p.mode = grant_.placement.memory_policy == MLOS_MEMPOLICY_BIND        ? MPOL_BIND
+             : grant_.placement.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE
+                                                                           : MPOL_PREFERRED;
+    for (int n : grant_.placement.nodes) p.nodes.set(n);
+    Status s = current ? kernel_.set_memory_policy(p) : Status(current.error());
+    if (s) {
+      it->set_mempolicy = true;
+      it->original_mempolicy = *current;
+    } else {
+      note(MLOS_EFFECT_MEMPOLICY, s.error().describe());
+    }
+  }
+  bool changed = false;
+  apply_settings(*it, profile_.current(), &changed);
+  return Status::Ok();
+}
+
+void Job::apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed) {
+  ThreadSettings want = policy_.settings_for(phase, t.base_nice, spec_.priority);
+  want.nice = t.manage_nice ? std::max(want.nice, t.lowest_nice) : t.base_nice;
+  if (want.nice != t.attempted.nice) {
+    *changed = true;
+    t.attempted.nice = want.nice;
+    if (Status s = kernel_.set_nice(t.tid, want.nice); !s) note(MLOS_EFFECT_CPU_PRIORITY, s.error().describe());
+  }
+  if (want.io != t.attempted.io) {
+    *changed = true;
+    t.attempted.io = want.io;
+    if (Status s = kernel_.set_io_priority(t.tid, want.io); !s) note(MLOS_EFFECT_IO_PRIORITY, s.error().describe());
+  }
+}
+
+void Job::apply_buffer_locks(BufferLockAction action, bool* changed) {
+  if (action == BufferLockAction::kKeep) return;
+  const bool lock = action == BufferLockAction::kLock;
+  for (auto& [addr, buf] : registered_) {
+    if (buf.kind != MLOS_BUFFER_GRADIENT || buf.locked == lock) continue;
+    *changed = true;
+    Status s = lock ? kernel_.lock(reinterpret_cast<void*>(addr), buf.bytes)
+                    : kernel_.unlock(reinterpret_cast<void*>(addr), buf.bytes);
+    if (s) {
+      buf.locked = lock;
+    } else {
+      note(MLOS_EFFECT_MEMLOCK, s.error().describe());
+    }
+  }
+}
+
+Status Job::set_phase(mlos_training_phase_t phase) {
+  if (!PhasePolicy::valid_phase(phase)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown phase " + std::to_string(static_cast<int>(phase)));
+  }
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  if (!profile_.enter(phase, clock_())) return Status::Ok();
+  bool changed = false;
+  for (auto& t : threads_) apply_settings(t, phase, &changed);
+  apply_buffer_locks(policy_.rule(phase).gradients, &changed);
+  if (changed) profile_.count_os_update();
+  return Status::Ok();
+}
+
+Result<void*> Job::alloc_checkpoint_buffer(size_t size) {
+  if (size == 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer size must be > 0");
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  size_t bytes = round_to_pages(size);
+  if (bytes < size) return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer size overflows");
+  if (spec_.request.memory_bytes > 0 && checkpoint_bytes_ + bytes > spec_.request.memory_bytes) {
+    return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
+                      "checkpoint buffers would total " + std::to_string(checkpoint_bytes_ + bytes) +
+                          " bytes, over the job's memory_bytes " + std::to_string(spec_.request.memory_bytes));
+  }
+  auto p = kernel_.map_locked(bytes);
+  if (!p) return p.error();
+  checkpoint_buffers_[*p] = bytes;
+  checkpoint_bytes_ += bytes;
+  return *p;
+}
+
+Status Job::free_checkpoint_buffer(void* buffer) {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  if (buffer == nullptr) return Status::Ok();
+  auto it = checkpoint_buffers_.find(buffer);
+  if (it == checkpoint_buffers_.end()) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "pointer is not a checkpoint buffer of this handle");
+  }
+  Status s = kernel_.unmap(it->first, it->second);
+  checkpoint_bytes_ -= it->second;
+  checkpoint_buffers_.erase(it);
+  return s;
+}
+
+Status Job::register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind) {
+  if (addr == nullptr || size == 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer address NULL or size 0");
+  if (kind != MLOS_BUFFER_GRADIENT) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(static_cast<int>(kind)));
+  }
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  const uintptr_t page = kernel_.page_size();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(addr) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + size + page - 1) / page * page;
+  for (const auto& [s, b] : registered_) {
+    if (start < s + b.bytes && s < end) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer overlaps one already registered");
+    }
+  }
+  registered_[start] = Buffer{end - start, kind, false};
+  // Already past the lock point (BACKWARD/OPTIMIZER/CHECKPOINT after a
+  // BACKWARD): lock now, as set_phase would have.
+  const auto ph = profile_.current();
+  if (ph == MLOS_TRAINING_PHASE_BACKWARD || ph == MLOS_TRAINING_PHASE_OPTIMIZER ||
+      ph == MLOS_TRAINING_PHASE_CHECKPOINT) {
+    bool changed = false;
+    apply_buffer_locks(BufferLockAction::kLock, &changed);
+  }
+  return Status::Ok();
+}
+
+Status Job::unregister_buffer(void* addr) {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  const uintptr_t start = reinterpret_cast<uintptr_t>(addr) / kernel_.page_size() * kernel_.page_size();
+  auto it = registered_.find(start);
+  if (addr == nullptr || it == registered_.end()) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "no buffer registered at this address");
+  }
+  if (it->second.locked) (void)kernel_.unlock(reinterpret_cast<void*>(it->first), it->second.bytes);
+  registered_.erase(it);
+  return Status::Ok();
+}
+
+Status Job::release() {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  released_ = true;
+  const pid_t self = kernel_.current_tid();
+  // Restoration is best effort: a thread that exited (ESRCH) needs nothing.
+  for (auto& t : threads_) {
+    (void)kernel_.set_affinity(t.tid, t.original_affinity);
+    if (t.attempted.nice != t.base_nice) (void)kernel_.set_nice(t.tid, t.base_nice);
+    if (!(t.attempted.io == t.original_io)) (void)kernel_.set_io_priority(t.tid, t.original_io);
+    if (t.set_mempolicy && t.tid == self) (void)kernel_.set_memory_policy(t.original_mempolicy);
+  }
+  for (auto& [addr, buf] : registered_) {
+    if (buf.locked) (void)kernel_.unlock(reinterpret_cast<void*>(addr), buf.bytes);
+  }
+  registered_.clear();
+  for (auto& [p, bytes] : checkpoint_buffers_) (void)kernel_.unmap(p, bytes);
+  checkpoint_buffers_.clear();
+  checkpoint_bytes_ = 0;
+  return grant_.claim_id == 0 ? Status::Ok() : broker_->release(grant_.claim_id);
+}
+
+Result<Job::Snapshot> Job::snapshot() const {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  Snapshot s;
+  s.placement = grant_.placement;
+  s.claim_id = grant_.claim_id;
+  s.exclusive = spec_.request.exclusive;
+  s.memory_bytes = spec_.request.memory_bytes;
+  s.phase = profile_.current();
+  s.phase_ns = profile_.nanoseconds(clock_());
+  s.entries = profile_.entries();
+  s.set_phase_calls = profile_.calls();
+  s.os_updates = profile_.os_updates();
+  s.degraded = degraded_;
+  s.bound_threads = static_cast<int>(threads_.size());
+  for (const auto& [effect, reason] : notes_) s.notes += std::string(effect_name(effect)) + ": " + reason + "\n";
+  return s;
+}
+
+}  // namespace mlos

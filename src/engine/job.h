@@ -1,0 +1,115 @@
+// One granted allocation and everything mlOS changed on its behalf: bound
+// threads (with what they had before), phase state and profile, locked
+// buffers, and the reasons effects were degraded. Engine-neutral: kernel
+// calls go through os::Kernel, the claim through ClaimBroker.
+//
+// Thread-safe: every public method takes the job's mutex. After release()
+// every method returns INVALID_HANDLE.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/phase_policy.h"
+#include "core/phase_profile.h"
+#include "core/placement.h"
+#include "engine/claim_broker.h"
+#include "mlos/training.h"
+#include "os/kernel.h"
+
+namespace mlos {
+
+struct JobSpec {
+  PlacementRequest request;
+  int priority = 0;
+  std::string label;
+};
+
+class Job {
+ public:
+  using Clock = std::function<uint64_t()>;  // monotonic nanoseconds
+
+  Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel,
+      Clock clock = steady_clock_ns);
+
+  // `tid` is the thread; `is_calling_thread` says whether its memory policy
+  // can be set (see mlos_training_bind_thread).
+  Status bind_thread(pid_t tid, bool is_calling_thread, int cpu_index);
+  Status set_phase(mlos_training_phase_t phase);
+  Result<void*> alloc_checkpoint_buffer(size_t size);
+  Status free_checkpoint_buffer(void* buffer);
+  Status register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind);
+  Status unregister_buffer(void* addr);
+  // Restores threads, frees buffers, drops the claim. Only the first call
+  // does anything; later ones return INVALID_HANDLE.
+  Status release();
+
+  struct Snapshot {
+    Placement placement;
+    uint64_t claim_id;
+    bool exclusive;
+    uint64_t memory_bytes;
+    mlos_training_phase_t phase;
+    std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> phase_ns;
+    std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> entries;
+    uint64_t set_phase_calls;
+    uint64_t os_updates;
+    uint32_t degraded;
+    int bound_threads;
+    std::string notes;  // "effect: reason\n" lines
+  };
+  Result<Snapshot> snapshot() const;
+
+  static uint64_t steady_clock_ns();
+
+ private:
+  struct BoundThread {
+    pid_t tid;
+    CpuSet original_affinity;
+    int base_nice;
+    IoPriority original_io;
+    bool manage_nice;        // false when lowering nice back is not permitted
+    int lowest_nice;         // targets are clamped to >= this
+    ThreadSettings attempted;  // last settings we tried to apply
+    bool set_mempolicy;
+    os::MemoryPolicy original_mempolicy;
+  };
+  struct Buffer {
+    size_t bytes;
+    mlos_buffer_kind_t kind;
+    bool locked;
+  };
+
+  void note(uint32_t effect, const std::string& reason);
+  void apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed);
+  void apply_buffer_locks(BufferLockAction action, bool* changed);
+  size_t round_to_pages(size_t bytes) const;
+
+  const JobSpec spec_;
+  const Grant grant_;
+  std::shared_ptr<ClaimBroker> broker_;
+  os::Kernel& kernel_;
+  Clock clock_;
+  const PhasePolicy& policy_ = PhasePolicy::defaults();
+
+  mutable std::mutex mu_;
+  bool released_ = false;
+  PhaseProfile profile_;
+  std::vector<BoundThread> threads_;
+  std::map<void*, size_t> checkpoint_buffers_;
+  size_t checkpoint_bytes_ = 0;
+  std::map<uintptr_t, Buffer> registered_;
+  std::map<uint32_t, std::string> notes_;
+  uint32_t degraded_ = 0;
+};
+
+const char* effect_name(uint32_t effect);
+
+}  // namespace mlos

@@ -1,0 +1,106 @@
+#include "engine/ledger_claim_broker.h"
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <mutex>
+
+#include "os/hwloc_topology.h"
+#include "os/kernel.h"
+#include "os/process_info.h"
+
+namespace mlos {
+
+LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory,
+                                     int owner_pid)
+    : topology_(std::move(topology)),
+      allowed_(std::move(allowed)),
+      ledger_(std::move(ledger)),
+      memory_(std::move(memory)),
+      owner_pid_(owner_pid) {}
+
+Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process() {
+  auto topo = os::shared_topology();
+  if (!topo) return topo.error();
+  CpuSet allowed;
+  MemoryProbe memory;
+  if (topo->source == "this machine") {
+    // The main thread's mask is the process's envelope (taskset, cgroup
+    // cpuset, Slurm, Kubernetes all show up there), captured once: threads
+    // that libmlos later binds must not shrink it.
+    static const Result<CpuSet> envelope = os::linux_kernel().affinity(getpid());
+    if (!envelope) return envelope.error();
+    allowed = *envelope;
+    memory = [t = *topo] { return os::read_memory_availability(t); };
+  } else {
+    allowed = topo->all_cpus();
+    if (const char* env = std::getenv("MLOS_ALLOWED_CPUS"); env && *env) {
+      auto parsed = CpuSet::parse_list(env);
+      if (!parsed) return parsed.error();
+      allowed = *parsed;
+    }
+    // A described machine's memory is what it describes.
+    MemoryAvailability m;
+    m.available_bytes = 0;
+    for (const auto& n : topo->nodes) {
+      m.available_bytes += n.total_bytes;
+      m.node_free_bytes[n.os_index] = n.total_bytes;
+    }
+    memory = [m] { return m; };
+  }
+  return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory,
+                                             static_cast<int>(getpid()));
+}
+
+Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
+  auto self = os::process_id(owner_pid_);
+  if (!self) return self.error();
+  const std::vector<ProcessId> my_lineage = os::lineage(owner_pid_);
+  std::optional<Grant> grant;
+  Status s = ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {
+    auto placement =
+        plan_placement(topology_, allowed_, ledger.usage_for(my_lineage), memory_(), request.placement);
+    if (!placement) return placement.error();
+    Claim c;
+    c.owner = *self;
+    c.uid = static_cast<uint32_t>(geteuid());
+    c.cpus = placement->cpu_set;
+    c.exclusive = request.placement.exclusive;
+    c.envelope = request.envelope;
+    c.numa_node = placement->primary_node;
+    c.memory_bytes = request.placement.memory_bytes;
+    c.label = request.label;
+    c.created_unix = static_cast<int64_t>(time(nullptr));
+    grant = Grant{ledger.add(std::move(c)), std::move(placement.value())};
+    return true;
+  });
+  if (s) return std::move(*grant);
+  // The ledger itself is unusable (read-only or missing runtime dir, ...).
+  // A shared claim can still be placed privately, as plain Linux would run
+  // the job anyway; an exclusive one cannot be honoured without the ledger.
+  const int code = s.error().code;
+  if (code != MLOS_ERR_SYSTEM && code != MLOS_ERR_PERMISSION) return s.error();
+  if (request.placement.exclusive) {
+    return make_error(MLOS_ERR_UNSUPPORTED, "exclusive CPUs need the claim ledger, which is unusable: " +
+                                                s.error().describe() + " (set MLOS_RUNTIME_DIR to a writable directory)");
+  }
+  auto placement = plan_placement(topology_, allowed_, CpuUsage{}, memory_(), request.placement);
+  if (!placement) return placement.error();
+  return Grant{0, std::move(placement.value()),
+               "claim not recorded, other processes cannot see it: " + s.error().describe()};
+}
+
+Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) const {
+  auto ledger = ledger_.read();
+  if (!ledger) return ledger.error();
+  return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid_)), memory_(),
+                        request.placement);
+}
+
+Status LedgerClaimBroker::release(uint64_t claim_id) {
+  return ledger_.update([&](ClaimLedger& ledger) -> Result<bool> { return ledger.remove(claim_id); });
+}
+
+}  // namespace mlos

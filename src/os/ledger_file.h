@@ -1,0 +1,45 @@
+// The claim ledger on disk: <runtime dir>/claims.json, guarded by an flock on
+// <runtime dir>/claims.lock. Every update reads, changes and atomically
+// replaces the file (write temp, fsync, rename, fsync dir) under the lock, so
+// concurrent processes never lose each other's claims and a crash never
+// leaves a torn file.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/claim_ledger.h"
+#include "core/status.h"
+
+namespace mlos::os {
+
+// Where node-local state lives: $MLOS_RUNTIME_DIR, else /run/mlos for root,
+// else $XDG_RUNTIME_DIR/mlos, else /tmp/mlos-<uid>.
+std::string default_runtime_dir();
+
+class LedgerFile {
+ public:
+  explicit LedgerFile(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+  std::string path() const { return dir_ + "/claims.json"; }
+
+  // Runs `update` on the current ledger while holding the lock, first
+  // removing claims of dead processes. If `update` returns true (changed) or
+  // dead claims were removed, the new ledger is written before the lock is
+  // released. If `update` fails, nothing is written except the pruning.
+  // STATE_CORRUPT if the file cannot be parsed: nothing is changed and the
+  // message says how to recover.
+  Status update(const std::function<Result<bool>(ClaimLedger&)>& update);
+
+  // Reads the ledger without writing (dead claims are filtered out of the
+  // result, not removed from the file). A missing directory or file reads as
+  // an empty ledger.
+  Result<ClaimLedger> read() const;
+
+ private:
+  Status ensure_dir() const;
+  std::string dir_;
+};
+
+}  // namespace mlos::os

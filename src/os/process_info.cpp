@@ -1,0 +1,175 @@
+#include "os/process_info.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace mlos::os {
+
+namespace {
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<uint64_t> read_u64_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  std::string_view v = *text;
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+  if (v == "max") return UINT64_MAX;
+  uint64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
+// Smallest (limit - usage) over `dir` and its ancestors up to `root`.
+uint64_t cgroup_headroom(const std::string& root, std::string path, const char* limit_file,
+                         const char* usage_file) {
+  uint64_t headroom = UINT64_MAX;
+  while (true) {
+    auto limit = read_u64_file(root + path + "/" + limit_file);
+    auto usage = read_u64_file(root + path + "/" + usage_file);
+    // v1 reports "no limit" as a huge page-aligned number near INT64_MAX.
+    if (limit && usage && *limit < (uint64_t{1} << 62)) {
+      headroom = std::min(headroom, *limit > *usage ? *limit - *usage : 0);
+    }
+    if (path.empty() || path == "/") break;
+    path = path.substr(0, path.find_last_of('/'));
+  }
+  return headroom;
+}
+
+}  // namespace
+
+Result<ProcStat> parse_proc_stat(std::string_view text) {
+  ProcStat s;
+  size_t open = text.find('(');
+  size_t close = text.rfind(')');
+  if (open == text.npos || close == text.npos || close < open) {
+    return make_error(MLOS_ERR_SYSTEM, "malformed /proc stat line");
+  }
+  std::from_chars(text.data(), text.data() + open, s.pid);
+  // Fields after ")" start at field 3 (state).
+  std::istringstream rest{std::string(text.substr(close + 1))};
+  std::vector<std::string> f;
+  for (std::string tok; rest >> tok;) f.push_back(tok);
+  // f[0] is field 3; start_time is field 22 -> f[19]; nice field 19 -> f[16].
+  if (f.size() < 20 || f[0].size() != 1) return make_error(MLOS_ERR_SYSTEM, "short /proc stat line");
+  try {
+    s.state = f[0][0];
+    s.ppid = std::stoi(f[1]);
+    s.nice = std::stoi(f[16]);
+    s.start_time = std::stoull(f[19]);
+  } catch (const std::exception&) {
+    return make_error(MLOS_ERR_SYSTEM, "non-numeric field in /proc stat line");
+  }
+  return s;
+}
+
+std::optional<uint64_t> parse_meminfo_field(std::string_view text, std::string_view key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == text.npos ? text.npos : eol - pos);
+    pos = eol == text.npos ? text.size() : eol + 1;
+    size_t k = line.find(key);
+    if (k == line.npos || line.size() <= k + key.size() || line[k + key.size()] != ':') continue;
+    if (k > 0 && line[k - 1] != ' ') continue;
+    std::string_view rest = line.substr(k + key.size() + 1);
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    uint64_t value = 0;
+    auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec != std::errc()) return std::nullopt;
+    std::string_view unit(p, rest.data() + rest.size() - p);
+    return unit.find("kB") != unit.npos ? value * 1024 : value;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_cgroup_path(std::string_view text, std::string_view controller) {
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    size_t a = line.find(':');
+    size_t b = a == line.npos ? line.npos : line.find(':', a + 1);
+    if (b == line.npos) continue;
+    std::string_view ctrls = std::string_view(line).substr(a + 1, b - a - 1);
+    std::string path = line.substr(b + 1);
+    if (controller.empty()) {
+      if (line.substr(0, a) == "0" && ctrls.empty()) return path;
+      continue;
+    }
+    // v1 lines may list several controllers: "4:cpu,cpuacct:/x".
+    size_t start = 0;
+    while (start <= ctrls.size()) {
+      size_t comma = ctrls.find(',', start);
+      if (ctrls.substr(start, comma == ctrls.npos ? ctrls.npos : comma - start) == controller) return path;
+      if (comma == ctrls.npos) break;
+      start = comma + 1;
+    }
+  }
+  return std::nullopt;
+}
+
+Result<ProcStat> read_proc_stat(int pid, const std::string& proc_root) {
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/stat");
+  if (!text) return make_error(MLOS_ERR_NO_SUCH_THREAD, "process " + std::to_string(pid) + " does not exist");
+  return parse_proc_stat(*text);
+}
+
+Result<ProcessId> process_id(int pid, const std::string& proc_root) {
+  auto st = read_proc_stat(pid, proc_root);
+  if (!st) return st.error();
+  return ProcessId{pid, st->start_time};
+}
+
+bool is_alive(const ProcessId& id, const std::string& proc_root) {
+  auto st = read_proc_stat(id.pid, proc_root);
+  return st.ok() && st->start_time == id.start_time && st->state != 'Z' && st->state != 'X';
+}
+
+std::vector<ProcessId> lineage(int pid, const std::string& proc_root) {
+  std::vector<ProcessId> out;
+  for (int guard = 0; pid > 0 && guard < 4096; ++guard) {
+    auto st = read_proc_stat(pid, proc_root);
+    if (!st) break;
+    out.push_back(ProcessId{pid, st->start_time});
+    pid = st->ppid;
+  }
+  return out;
+}
+
+MemoryAvailability read_memory_availability(const Topology& topology, const std::string& proc_root,
+                                            const std::string& sys_root) {
+  MemoryAvailability m;
+  if (auto meminfo = read_file(proc_root + "/meminfo")) {
+    if (auto avail = parse_meminfo_field(*meminfo, "MemAvailable")) m.available_bytes = *avail;
+  }
+  if (auto cg = read_file(proc_root + "/self/cgroup")) {
+    if (auto v1 = parse_cgroup_path(*cg, "memory")) {
+      m.available_bytes = std::min(
+          m.available_bytes,
+          cgroup_headroom(sys_root + "/fs/cgroup/memory", *v1, "memory.limit_in_bytes", "memory.usage_in_bytes"));
+    } else if (auto v2 = parse_cgroup_path(*cg, "")) {
+      m.available_bytes =
+          std::min(m.available_bytes, cgroup_headroom(sys_root + "/fs/cgroup", *v2, "memory.max", "memory.current"));
+    }
+  }
+  for (const auto& n : topology.nodes) {
+    auto text = read_file(sys_root + "/devices/system/node/node" + std::to_string(n.os_index) + "/meminfo");
+    if (!text) continue;
+    auto free_b = parse_meminfo_field(*text, "MemFree");
+    auto file_b = parse_meminfo_field(*text, "FilePages");
+    if (free_b) m.node_free_bytes[n.os_index] = *free_b + file_b.value_or(0);
+  }
+  return m;
+}
+
+}  // namespace mlos::os

@@ -1,0 +1,53 @@
+// Facts about processes and memory read from /proc and cgroupfs. The parsers
+// are pure functions of file text (tested on fixtures); the readers take the
+// filesystem roots as parameters so tests can point them at fixture trees.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/claim_ledger.h"
+#include "core/cpu_set.h"
+#include "core/placement.h"
+#include "core/status.h"
+#include "core/topology.h"
+
+namespace mlos::os {
+
+struct ProcStat {
+  int pid = 0;
+  char state = '?';
+  int ppid = 0;
+  int nice = 0;
+  uint64_t start_time = 0;  // clock ticks since boot
+};
+
+// Parses /proc/<pid>/stat (or task/<tid>/stat). The command name may contain
+// spaces and parentheses; parsing starts after the last ')'.
+Result<ProcStat> parse_proc_stat(std::string_view text);
+// Value in bytes of a "Key:   123 kB" line of /proc/meminfo or node meminfo
+// ("Node 0 MemFree: ..."); nullopt if absent.
+std::optional<uint64_t> parse_meminfo_field(std::string_view text, std::string_view key);
+// The cgroup path of `controller` in /proc/<pid>/cgroup text ("memory" for
+// v1, "" for the v2 unified line "0::/path").
+std::optional<std::string> parse_cgroup_path(std::string_view text, std::string_view controller);
+
+Result<ProcStat> read_proc_stat(int pid, const std::string& proc_root = "/proc");
+
+// The process identity of `pid` (pid + start time); NO_SUCH_THREAD if gone.
+Result<ProcessId> process_id(int pid, const std::string& proc_root = "/proc");
+// true if a process with this pid exists and started at the same time (so a
+// reused PID is not mistaken for the original owner). Zombies count as dead.
+bool is_alive(const ProcessId& id, const std::string& proc_root = "/proc");
+// `pid` followed by its ancestors up to (excluding) pid 0.
+std::vector<ProcessId> lineage(int pid, const std::string& proc_root = "/proc");
+
+// Memory the calling process can still get: min(MemAvailable, headroom of
+// every memory cgroup above it, v1 or v2), plus per-node free memory.
+MemoryAvailability read_memory_availability(const Topology& topology, const std::string& proc_root = "/proc",
+                                            const std::string& sys_root = "/sys");
+
+}  // namespace mlos::os

@@ -1,0 +1,167 @@
+// mlos run: run an unmodified program inside an allocation.
+//
+// mlos claims the CPUs as an *envelope* owned by its own PID, applies the
+// affinity and memory policy to itself, sets the thread-pool environment and
+// then exec()s the command, which keeps the PID. The claim therefore lives
+// exactly as long as the command: when it exits or is killed, the ledger
+// reclaims it (dead PID + start time), and its exit status is the command's.
+// Libraries inside the command that request resources nest inside the
+// envelope instead of competing with it.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <linux/mempolicy.h>
+
+#include "cli_output.h"
+#include "commands.h"
+#include "engine/ledger_claim_broker.h"
+#include "os/kernel.h"
+
+namespace mlos::cli {
+
+namespace {
+
+// Thread-pool sizes read by OpenMP, MKL, OpenBLAS, BLIS, Accelerate,
+// numexpr and TensorFlow (PyTorch follows OMP_NUM_THREADS).
+const char* const kThreadEnv[] = {"OMP_NUM_THREADS",        "MKL_NUM_THREADS",     "OPENBLAS_NUM_THREADS",
+                                  "BLIS_NUM_THREADS",       "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+                                  "TF_NUM_INTRAOP_THREADS"};
+
+nlohmann::json placement_json(const Placement& p, uint64_t claim_id) {
+  return {{"claim_id", claim_id},
+          {"cpus", p.cpu_set.to_list()},
+          {"cpu_order", p.cpus},
+          {"numa_nodes", p.nodes},
+          {"primary_node", p.primary_node},
+          {"memory_policy", p.memory_policy == MLOS_MEMPOLICY_BIND         ? "bind"
+                            : p.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? "interleave"
+                                                                           : "preferred"},
+          {"recommended_threads", std::max(1, p.physical_cores)}};
+}
+
+Result<ClaimRequest> to_request(const RunOptions& o) {
+  ClaimRequest r;
+  r.placement.num_cpus = o.cpus;
+  r.placement.exclusive = o.exclusive;
+  r.placement.strict_membind = o.strict_mem;
+  r.placement.single_node = o.single_node;
+  r.label = o.label.empty() && !o.command.empty() ? o.command.front() : o.label;
+  r.envelope = true;
+  if (!o.mem.empty()) {
+    auto bytes = parse_size(o.mem);
+    if (!bytes) return bytes.error();
+    r.placement.memory_bytes = *bytes;
+  }
+  if (o.numa != "auto") {
+    try {
+      size_t used = 0;
+      r.placement.numa_preference = std::stoi(o.numa, &used);
+      if (used != o.numa.size() || r.placement.numa_preference < 0) throw std::invalid_argument(o.numa);
+    } catch (const std::exception&) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "--numa must be auto or a node index, got \"" + o.numa + "\"");
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+int run_run(const RunOptions& o) {
+  if (o.command.empty() && !o.dry_run) {
+    report_error("run", make_error(MLOS_ERR_INVALID_ARGUMENT, "no command given: mlos run --cpus N -- CMD [ARGS...]"),
+                 o.json);
+    return kExitRunFailed;
+  }
+  auto request = to_request(o);
+  if (!request) {
+    report_error("run", request.error(), o.json);
+    return kExitRunFailed;
+  }
+  auto broker = LedgerClaimBroker::for_this_process();
+  if (!broker) {
+    report_error("run", broker.error(), o.json);
+    return kExitRunFailed;
+  }
+  if (o.dry_run) {
+    auto plan = (*broker)->plan(*request);
+    if (!plan) {
+      report_error("run", plan.error(), o.json);
+      return kExitRunFailed;
+    }
+    auto j = json_envelope("run");
+    j["dry_run"] = true;
+    j["topology"] = (*broker)->topology().source;
+    j["placement"] = placement_json(*plan, 0);
+    if (o.json) {
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << "would run on CPUs " << plan->cpu_set.to_list() << " (NUMA node(s) "
+                << nlohmann::json(plan->nodes).dump() << "), " << std::max(1, plan->physical_cores)
+                << " thread(s) per pool\n";
+    }
+    return kExitOk;
+  }
+  if ((*broker)->topology().source != "this machine") {
+    report_error("run",
+                 make_error(MLOS_ERR_UNSUPPORTED, "MLOS_TOPOLOGY describes another machine (" +
+                                                      (*broker)->topology().source +
+                                                      "); only --dry-run can plan on it"),
+                 o.json);
+    return kExitRunFailed;
+  }
+  auto grant = (*broker)->acquire(*request);
+  if (!grant) {
+    report_error("run", grant.error(), o.json);
+    return kExitRunFailed;
+  }
+  const Placement& p = grant->placement;
+  os::Kernel& kernel = os::linux_kernel();
+  // The process is single-threaded here, so the main thread's affinity and
+  // memory policy are the process's, inherited by CMD and its children.
+  Status s = kernel.set_affinity(getpid(), p.cpu_set);
+  if (s) {
+    os::MemoryPolicy mp;
+    mp.mode = p.memory_policy == MLOS_MEMPOLICY_BIND         ? MPOL_BIND
+              : p.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE
+                                                             : MPOL_PREFERRED;
+    for (int n : p.nodes) mp.nodes.set(n);
+    if (Status m = kernel.set_memory_policy(mp); !m) {
+      std::cerr << "mlos run: warning: memory policy not set: " << m.error().describe() << "\n";
+    }
+  }
+  if (!s) {
+    (void)(*broker)->release(grant->claim_id);
+    report_error("run", s.error(), o.json);
+    return kExitRunFailed;
+  }
+  const std::string threads = std::to_string(std::max(1, p.physical_cores));
+  if (!o.no_thread_env) {
+    for (const char* name : kThreadEnv) setenv(name, threads.c_str(), 1);
+  }
+  setenv("MLOS_CLAIM_ID", std::to_string(grant->claim_id).c_str(), 1);
+  setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
+  setenv("MLOS_NUMA_NODE", std::to_string(p.primary_node).c_str(), 1);
+  setenv("MLOS_RECOMMENDED_THREADS", threads.c_str(), 1);
+  if (o.verbose || o.json) {
+    auto j = json_envelope("run");
+    j["placement"] = placement_json(p, grant->claim_id);
+    j["command"] = o.command;
+    std::cerr << (o.json ? j.dump() : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
+                                          std::to_string(grant->claim_id) + ", " + threads + " thread(s)")
+              << "\n";
+  }
+
+  std::vector<char*> argv;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  // Only reached if exec failed: the claim is ours to drop.
+  const int err = errno;
+  (void)(*broker)->release(grant->claim_id);
+  report_error("run", make_sys_error(err, "cannot execute \"" + o.command.front() + "\""), o.json);
+  return err == ENOENT ? kExitNotFound : kExitCannotExec;
+}
+
+}  // namespace mlos::cli

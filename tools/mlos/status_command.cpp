@@ -1,0 +1,64 @@
+// mlos status: the claims on this machine.
+#include <ctime>
+#include <iostream>
+#include <pwd.h>
+
+#include "cli_output.h"
+#include "commands.h"
+#include "os/ledger_file.h"
+
+namespace mlos::cli {
+
+namespace {
+std::string user_name(uint32_t uid) {
+  struct passwd* pw = getpwuid(uid);
+  return pw ? pw->pw_name : std::to_string(uid);
+}
+}  // namespace
+
+int run_status(const StatusOptions& options) {
+  os::LedgerFile ledger_file(os::default_runtime_dir());
+  auto ledger = ledger_file.read();
+  if (!ledger) {
+    report_error("status", ledger.error(), options.json);
+    return kExitFailure;
+  }
+  const int64_t now = static_cast<int64_t>(time(nullptr));
+  if (options.json) {
+    auto j = json_envelope("status");
+    j["ledger"] = ledger_file.path();
+    j["claims"] = nlohmann::json::array();
+    for (const auto& c : ledger->claims) {
+      j["claims"].push_back({{"id", c.id},
+                             {"pid", c.owner.pid},
+                             {"uid", c.uid},
+                             {"cpus", c.cpus.to_list()},
+                             {"num_cpus", c.cpus.count()},
+                             {"exclusive", c.exclusive},
+                             {"envelope", c.envelope},
+                             {"numa_node", c.numa_node},
+                             {"memory_bytes", c.memory_bytes},
+                             {"label", c.label},
+                             {"age_seconds", now - c.created_unix}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "ledger: " << ledger_file.path() << "\n";
+  if (ledger->claims.empty()) {
+    std::cout << "no claims\n";
+    return kExitOk;
+  }
+  printf("%6s %8s %-10s %-10s %-9s %4s %10s %7s  %s\n", "ID", "PID", "USER", "CPUS", "KIND", "NODE", "MEMORY", "AGE",
+         "LABEL");
+  for (const auto& c : ledger->claims) {
+    const char* kind = c.envelope ? (c.exclusive ? "run,excl" : "run") : (c.exclusive ? "exclusive" : "shared");
+    printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds  %s\n", static_cast<unsigned long long>(c.id), c.owner.pid,
+           user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
+           c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
+           c.label.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace mlos::cli
