@@ -152,8 +152,10 @@ MLOS_API int mlos_training_release_resources(mlos_training_resources_t* resource
  * memory policy is also set to the allocation's node(s); Linux offers no way
  * to set another thread's memory policy, so for other threads only the
  * affinity changes (their first-touch allocations still land on the local
- * node of the CPUs they now run on). The thread joins the job's bound threads,
- * to which set_phase applies the phase policy at once.
+ * node of the CPUs they now run on). The thread joins the job's bound
+ * threads; once set_phase has been called, the current phase's policy is
+ * applied to it at once (before the first set_phase, threads keep their own
+ * priorities: a job that never marks phases is not treated as IDLE).
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (cpu_index out of range),
  * NO_SUCH_THREAD, SYSTEM. */
 MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,

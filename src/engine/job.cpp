@@ -111,7 +111,7 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
     }
   }
   bool changed = false;
-  apply_settings(*it, profile_.current(), &changed);
+  if (phases_marked_) apply_settings(*it, profile_.current(), &changed);
   return Status::Ok();
 }
 
@@ -152,7 +152,11 @@ Status Job::set_phase(mlos_training_phase_t phase) {
   }
   std::lock_guard lock(mu_);
   if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
-  if (!profile_.enter(phase, clock_())) return Status::Ok();
+  // Until the first set_phase the job is unmarked and its threads keep
+  // their own priorities (so a program that never marks phases is never
+  // treated as IDLE); afterwards, re-entering the current phase is free.
+  if (!profile_.enter(phase, clock_()) && phases_marked_) return Status::Ok();
+  phases_marked_ = true;
   bool changed = false;
   for (auto& t : threads_) apply_settings(t, phase, &changed);
   apply_buffer_locks(policy_.rule(phase).gradients, &changed);

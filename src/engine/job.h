@@ -101,6 +101,7 @@ class Job {
 
   mutable std::mutex mu_;
   bool released_ = false;
+  bool phases_marked_ = false;  // set_phase called at least once
   PhaseProfile profile_;
   std::vector<BoundThread> threads_;
   std::map<void*, size_t> checkpoint_buffers_;

@@ -50,14 +50,15 @@ Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process()
     }
     memory = [m] { return m; };
   }
-  return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory,
-                                             static_cast<int>(getpid()));
+  return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory, 0);
 }
 
+int LedgerClaimBroker::owner_pid() const { return owner_pid_ != 0 ? owner_pid_ : static_cast<int>(getpid()); }
+
 Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
-  auto self = os::process_id(owner_pid_);
+  auto self = os::process_id(owner_pid());
   if (!self) return self.error();
-  const std::vector<ProcessId> my_lineage = os::lineage(owner_pid_);
+  const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
   std::optional<Grant> grant;
   Status s = ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {
     auto placement =
@@ -95,7 +96,7 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
 Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) const {
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
-  return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid_)), memory_(),
+  return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),
                         request.placement);
 }
 

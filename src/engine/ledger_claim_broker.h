@@ -15,7 +15,9 @@ class LedgerClaimBroker final : public ClaimBroker {
   using MemoryProbe = std::function<MemoryAvailability()>;
 
   // `allowed`: the process's CPUs; `memory`: called under the ledger lock
-  // for each request; `owner_pid`: the process claims belong to.
+  // for each request; `owner_pid`: the process claims belong to, 0 for
+  // "whichever process calls" (read at each call, so a forked child's claims
+  // are its own, not its parent's).
   LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory, int owner_pid);
 
   // The broker for this process: shared_topology(), the main thread's
@@ -36,6 +38,7 @@ class LedgerClaimBroker final : public ClaimBroker {
   CpuSet allowed_;
   os::LedgerFile ledger_;
   MemoryProbe memory_;
+  int owner_pid() const;
   int owner_pid_;
 };
 

@@ -1,0 +1,74 @@
+/* The public header compiled as strict C11 (-pedantic -Werror) and used the
+ * way the published guide shows, against the shared library. Checks the ABI
+ * conventions: designated initializers, error codes and names, versioned
+ * structs, NULL/double-release safety. */
+#include <mlos/log.h>
+#include <mlos/training.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0, passes = 0;
+#define EXPECT(cond)                                                  \
+  do {                                                                \
+    if (cond) {                                                       \
+      ++passes;                                                       \
+    } else {                                                          \
+      ++failures;                                                     \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                 \
+  } while (0)
+
+int main(void) {
+  mlos_training_resource_request_t req = {
+      .num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1, .priority = 0, .exclusive_cpus = false};
+  mlos_training_resources_t* res = NULL;
+  int major = -1, minor = -1, patch = -1;
+
+  mlos_version(&major, &minor, &patch);
+  EXPECT(major == MLOS_VERSION_MAJOR && minor == MLOS_VERSION_MINOR && patch == MLOS_VERSION_PATCH);
+  EXPECT(strcmp(mlos_version_string(), MLOS_VERSION_STRING) == 0);
+  EXPECT(strcmp(mlos_strerror(MLOS_OK), "success") == 0);
+  EXPECT(strcmp(mlos_strerror(12345), "unknown error") == 0);
+  EXPECT(strcmp(mlos_training_phase_name(MLOS_TRAINING_PHASE_BACKWARD), "BACKWARD") == 0);
+
+  /* Bad input: documented codes, nothing allocated. */
+  EXPECT(mlos_training_request_resources(NULL, &res) == MLOS_ERR_INVALID_ARGUMENT && res == NULL);
+  EXPECT(mlos_training_request_resources(&req, NULL) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(mlos_last_error() == MLOS_ERR_INVALID_ARGUMENT && strlen(mlos_last_error_message()) > 0);
+  EXPECT(mlos_training_release_resources(NULL) == MLOS_OK);
+  EXPECT(mlos_training_set_phase(NULL, MLOS_TRAINING_PHASE_FORWARD) == MLOS_ERR_INVALID_HANDLE);
+
+  EXPECT(mlos_training_request_resources(&req, &res) == MLOS_OK && res != NULL);
+  EXPECT(mlos_training_bind_thread(res, pthread_self(), 0) == MLOS_OK);
+  EXPECT(mlos_training_set_phase(res, MLOS_TRAINING_PHASE_FORWARD) == MLOS_OK);
+  EXPECT(mlos_training_set_phase(res, (mlos_training_phase_t)42) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(mlos_training_barrier(res, 0, 2) == MLOS_ERR_NOT_IMPLEMENTED);
+  EXPECT(mlos_training_barrier(res, 2, 2) == MLOS_ERR_INVALID_ARGUMENT);
+  {
+    float v[4] = {1, 2, 3, 4};
+    EXPECT(mlos_training_allreduce(res, v, 4, MLOS_REDUCE_SUM) == MLOS_ERR_NOT_IMPLEMENTED);
+    EXPECT(v[0] == 1 && v[3] == 4); /* untouched: it did not pretend */
+  }
+
+  {
+    mlos_training_placement_t pl = {.struct_size = sizeof pl};
+    mlos_training_placement_t tiny = {.struct_size = 2};
+    EXPECT(mlos_training_get_placement(res, &pl) == MLOS_OK);
+    EXPECT(pl.num_cpus == 1 && pl.num_numa_nodes == 1 && pl.recommended_threads == 1 && pl.bound_threads == 1);
+    EXPECT(pl.phase == MLOS_TRAINING_PHASE_FORWARD);
+    EXPECT(mlos_training_get_placement(res, &tiny) == MLOS_ERR_VERSION_MISMATCH);
+  }
+  {
+    mlos_training_phase_profile_t prof = {.struct_size = sizeof prof};
+    EXPECT(mlos_training_get_phase_profile(res, &prof) == MLOS_OK);
+    EXPECT(prof.entries[MLOS_TRAINING_PHASE_FORWARD] == 1 && prof.set_phase_calls == 1);
+  }
+
+  EXPECT(mlos_training_release_resources(res) == MLOS_OK);
+  EXPECT(mlos_training_release_resources(res) == MLOS_ERR_INVALID_HANDLE); /* double release is safe */
+  EXPECT(mlos_training_set_phase(res, MLOS_TRAINING_PHASE_IDLE) == MLOS_ERR_INVALID_HANDLE);
+
+  printf("c api: %d passed, %d failed\n", passes, failures);
+  return failures == 0 ? 0 : 1;
+}

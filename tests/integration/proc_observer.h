@@ -1,0 +1,77 @@
+// Reads what the kernel reports about this process's threads, from /proc
+// and ioprio_get(2): how integration tests check effects from outside the
+// library.
+#pragma once
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace mlos_test {
+
+inline pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Value of "Key:\t..." in /proc/<pid>/status-like text, trimmed.
+inline std::string status_field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) == 0) {
+      std::string v = line.substr(key.size() + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "";
+}
+
+inline std::string task_path(pid_t tid) { return "/proc/self/task/" + std::to_string(tid); }
+
+inline std::string cpus_allowed_list(pid_t tid) {
+  return status_field(read_text(task_path(tid) + "/status"), "Cpus_allowed_list");
+}
+
+// Field 19 of /proc/self/task/<tid>/stat.
+inline int task_nice(pid_t tid) {
+  std::string stat = read_text(task_path(tid) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string tok;
+  for (int field = 3; field <= 19 && rest >> tok; ++field) {
+  }
+  return std::stoi(tok);
+}
+
+// VmLck of the process in kB.
+inline long vm_locked_kb() {
+  std::string v = status_field(read_text("/proc/self/status"), "VmLck");
+  return std::stol(v);
+}
+
+// Policy word of the thread's first numa_maps line: "default", "prefer:0",
+// "bind:0", "interleave:0-1".
+inline std::string task_mempolicy(pid_t tid) {
+  std::istringstream in(read_text(task_path(tid) + "/numa_maps"));
+  std::string addr, policy;
+  in >> addr >> policy;
+  return policy;
+}
+
+struct IoPrio {
+  int io_class;
+  int level;
+};
+inline IoPrio task_ioprio(pid_t tid) {
+  long raw = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, tid);
+  return IoPrio{static_cast<int>(raw >> 13), static_cast<int>(raw & 0x1fff)};
+}
+
+}  // namespace mlos_test
