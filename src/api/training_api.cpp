@@ -54,6 +54,16 @@ int fill_versioned(T* out, const T& ours, size_t first_version_size) {
   return MLOS_OK;
 }
 
+// A C caller may pass any int where an enum is declared; in C++ reading an
+// out-of-range value as the enum is undefined, so the API reads the bits.
+template <class E>
+int raw_enum(const E& value) {
+  static_assert(sizeof(E) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
 constexpr size_t kPlacementV1Size = sizeof(mlos_training_placement_t);
 constexpr size_t kProfileV1Size = sizeof(mlos_training_phase_profile_t);
 constexpr size_t kOptionsV1Size = sizeof(mlos_training_request_options_t);
@@ -132,7 +142,11 @@ int mlos_training_set_phase(mlos_training_resources_t* resources, mlos_training_
   return guarded([&] {
     auto job = mlos::HandleRegistry::instance().find(resources);
     if (!job) return invalid_handle();
-    return mlos::to_code(job->set_phase(phase));
+    const int raw = raw_enum(phase);
+    if (!mlos::PhasePolicy::valid_phase(raw)) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown phase " + std::to_string(raw)));
+    }
+    return mlos::to_code(job->set_phase(static_cast<mlos_training_phase_t>(raw)));
   });
 }
 
@@ -184,7 +198,8 @@ int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int wo
 int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
   return guarded([&] {
     if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
-    if ((data == nullptr && count > 0) || op < MLOS_REDUCE_SUM || op > MLOS_REDUCE_AVG) {
+    const int raw_op = raw_enum(op);
+    if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
     }
     return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED, "allreduce is not available in this version"));
@@ -196,7 +211,11 @@ int mlos_training_register_buffer(mlos_training_resources_t* resources, void* ad
   return guarded([&] {
     auto job = mlos::HandleRegistry::instance().find(resources);
     if (!job) return invalid_handle();
-    return mlos::to_code(job->register_buffer(addr, size, kind));
+    const int raw_kind = raw_enum(kind);
+    if (raw_kind != MLOS_BUFFER_GRADIENT) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(raw_kind)));
+    }
+    return mlos::to_code(job->register_buffer(addr, size, static_cast<mlos_buffer_kind_t>(raw_kind)));
   });
 }
 
@@ -299,6 +318,6 @@ int mlos_training_get_notes(const mlos_training_resources_t* resources, char* bu
   });
 }
 
-const char* mlos_training_phase_name(mlos_training_phase_t phase) { return mlos::PhasePolicy::name(phase); }
+const char* mlos_training_phase_name(mlos_training_phase_t phase) { return mlos::PhasePolicy::name(raw_enum(phase)); }
 
 }  // extern "C"

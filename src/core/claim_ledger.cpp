@@ -9,11 +9,19 @@ using nlohmann::json;
 
 namespace {
 
+// nlohmann's get<uint64_t>() silently wraps negative numbers (-1 becomes
+// 2^64-1), so unsigned fields are checked to be non-negative integers.
+uint64_t get_u64(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_unsigned()) throw std::invalid_argument(std::string(key) + " is not a non-negative integer");
+  return v.get<uint64_t>();
+}
+
 Claim claim_from_json(const json& j) {
   Claim c;
-  c.id = j.at("id").get<uint64_t>();
+  c.id = get_u64(j, "id");
   c.owner.pid = j.at("pid").get<int>();
-  c.owner.start_time = j.at("start_time").get<uint64_t>();
+  c.owner.start_time = get_u64(j, "start_time");
   c.uid = j.at("uid").get<uint32_t>();
   auto cpus = CpuSet::parse_list(j.at("cpus").get<std::string>());
   if (!cpus) throw std::invalid_argument(cpus.error().message);
@@ -47,7 +55,7 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
       return make_error(MLOS_ERR_STATE_CORRUPT, "ledger schema_version " + std::to_string(version) +
                                                     " is not the supported " + std::to_string(kSchemaVersion));
     }
-    ledger.next_id = j.at("next_id").get<uint64_t>();
+    ledger.next_id = get_u64(j, "next_id");
     for (const auto& cj : j.at("claims")) {
       Claim c = claim_from_json(cj);
       if (c.id >= ledger.next_id) throw std::invalid_argument("claim id >= next_id");

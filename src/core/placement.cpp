@@ -179,7 +179,9 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
                           " CPUs this process may use, at most " + std::to_string(most_usable) +
                           " of them free of other claims");
   } else {
-    // Span the fewest nodes: take the nodes with the most usable CPUs first.
+    // Span the fewest nodes: take the nodes with the most usable CPUs first
+    // until they hold enough, then pick across all of them at once so that
+    // whole cores on every spanned node come before any SMT sibling.
     std::vector<const NodeOption*> order;
     for (const auto& o : options) {
       if (!o.usable.empty()) order.push_back(&o);
@@ -187,19 +189,34 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
     std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
       return std::tuple(-a->usable.count(), a->node->os_index) < std::tuple(-b->usable.count(), b->node->os_index);
     });
-    int need = req.num_cpus;
+    int have = 0;
+    CpuSet span_usable;
+    std::vector<int> span_cores;
     for (const NodeOption* o : order) {
-      if (need == 0) break;
-      std::vector<int> part = pick_cpus(topo, o->node->cores, o->usable, usage, need);
-      p.cpus.insert(p.cpus.end(), part.begin(), part.end());
+      if (have >= req.num_cpus) break;
+      have += o->usable.count();
+      span_usable = span_usable | o->usable;
+      span_cores.insert(span_cores.end(), o->node->cores.begin(), o->node->cores.end());
       p.nodes.push_back(o->node->os_index);
-      need -= static_cast<int>(part.size());
     }
-    if (need > 0) return busy_error(topo.all_cpus(), "this machine");
+    if (have < req.num_cpus) return busy_error(topo.all_cpus(), "this machine");
+    p.cpus = pick_cpus(topo, span_cores, span_usable, usage, req.num_cpus);
   }
 
   for (int c : p.cpus) p.cpu_set.set(c);
-  p.primary_node = p.nodes.front();
+  // Keep only nodes that received CPUs; the primary node holds the most.
+  std::vector<int> nodes;
+  int most = 0;
+  for (int n : p.nodes) {
+    int held = (topo.node(n)->cpus & p.cpu_set).count();
+    if (held == 0) continue;
+    nodes.push_back(n);
+    if (held > most) {
+      most = held;
+      p.primary_node = n;
+    }
+  }
+  p.nodes = nodes;
   p.physical_cores = topo.physical_cores_in(p.cpu_set);
   if (p.nodes.size() == 1) {
     p.memory_policy = req.strict_membind ? MLOS_MEMPOLICY_BIND : MLOS_MEMPOLICY_PREFERRED;

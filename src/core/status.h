@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <utility>
 #include <variant>
@@ -16,25 +15,38 @@
 
 namespace mlos {
 
+// Where an error was raised. Not SourceLocation: clang 14 (used for
+// the libFuzzer build) lacks the builtin libstdc++'s version needs, while
+// __builtin_FILE/__builtin_LINE work in both GCC and clang.
+struct SourceLocation {
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    return SourceLocation{file, line};
+  }
+  const char* file_name() const { return file_; }
+  int line() const { return line_; }
+  const char* file_ = "";
+  int line_ = 0;
+};
+
 struct Error {
   int code = MLOS_ERR_SYSTEM;
   int sys_errno = 0;
   std::string message;
-  std::source_location where;
+  SourceLocation where;
 
   // "message (strerror(errno))" when errno is set, else "message".
   std::string describe() const;
 };
 
 inline Error make_error(int code, std::string message,
-                        std::source_location where = std::source_location::current()) {
+                        SourceLocation where = SourceLocation::current()) {
   return Error{code, 0, std::move(message), where};
 }
 
 // An error from a failed system call: code MLOS_ERR_SYSTEM unless given,
 // errno captured by the caller (pass errno right after the failing call).
 inline Error make_sys_error(int err, std::string message, int code = MLOS_ERR_SYSTEM,
-                            std::source_location where = std::source_location::current()) {
+                            SourceLocation where = SourceLocation::current()) {
   return Error{code, err, std::move(message), where};
 }
 

@@ -42,7 +42,17 @@ int main(void) {
   EXPECT(mlos_training_request_resources(&req, &res) == MLOS_OK && res != NULL);
   EXPECT(mlos_training_bind_thread(res, pthread_self(), 0) == MLOS_OK);
   EXPECT(mlos_training_set_phase(res, MLOS_TRAINING_PHASE_FORWARD) == MLOS_OK);
+  /* Out-of-range enum values, as a C caller may pass them. */
   EXPECT(mlos_training_set_phase(res, (mlos_training_phase_t)42) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(mlos_training_set_phase(res, (mlos_training_phase_t)-1) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(mlos_training_set_phase(res, (mlos_training_phase_t)MLOS_TRAINING_PHASE_COUNT) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(strcmp(mlos_training_phase_name((mlos_training_phase_t)99), "UNKNOWN") == 0);
+  {
+    static char page[8192];
+    float one = 1;
+    EXPECT(mlos_training_register_buffer(res, page, sizeof page, (mlos_buffer_kind_t)9) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_allreduce(res, &one, 1, (mlos_reduce_op_t)17) == MLOS_ERR_INVALID_ARGUMENT);
+  }
   EXPECT(mlos_training_barrier(res, 0, 2) == MLOS_ERR_NOT_IMPLEMENTED);
   EXPECT(mlos_training_barrier(res, 2, 2) == MLOS_ERR_INVALID_ARGUMENT);
   {

@@ -1,5 +1,7 @@
 // Every entry point rejects bad input with its documented code and changes
-// nothing; released and made-up handles are recognised.
+// nothing; released and made-up handles are recognised. (Out-of-range enum
+// values are passed from tests/c/api_c_test.c: in C they are well-defined,
+// in C++ merely forming them is not.)
 #include <gtest/gtest.h>
 #include <mlos/training.h>
 
@@ -45,16 +47,12 @@ TEST(ApiErrors, ReleasedAndMadeUpHandlesAreRejectedEverywhere) {
 
 TEST(ApiErrors, ArgumentChecksOnALiveHandle) {
   mlos_training_resources_t* res = request();
-  EXPECT_EQ(mlos_training_set_phase(res, static_cast<mlos_training_phase_t>(-1)), MLOS_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(mlos_training_set_phase(res, static_cast<mlos_training_phase_t>(MLOS_TRAINING_PHASE_COUNT)),
-            MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_register_memory_callback(res, nullptr, nullptr), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_register_memory_callback(res, on_pressure, nullptr), MLOS_ERR_NOT_IMPLEMENTED);
   EXPECT_EQ(mlos_training_barrier(res, -1, 2), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_barrier(res, 0, 0), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_allreduce(res, nullptr, 3, MLOS_REDUCE_SUM), MLOS_ERR_INVALID_ARGUMENT);
   float x = 1;
-  EXPECT_EQ(mlos_training_allreduce(res, &x, 1, static_cast<mlos_reduce_op_t>(17)), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_register_buffer(res, nullptr, 8, MLOS_BUFFER_GRADIENT), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_register_buffer(res, &x, 0, MLOS_BUFFER_GRADIENT), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_unregister_buffer(res, nullptr), MLOS_ERR_INVALID_ARGUMENT);

@@ -45,6 +45,7 @@ int as_nobody(const std::function<int(ChildProcess&)>& checks) {
 
 TEST(Privilege, UnprivilegedProcessDegradesWithReasons) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to user nobody";
+  SKIP_IF_MLOCK_UNOBSERVABLE();
   // Make sure the ledger directory exists (root-owned, not writable by nobody).
   mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
                                           .priority = 0, .exclusive_cpus = false};

@@ -12,6 +12,16 @@
 
 namespace mlos_test {
 
+// AddressSanitizer replaces mlock/munlock with no-ops that report success,
+// so locked memory cannot be observed in VmLck in a sanitizer build.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMlockIsObservable = false;
+#else
+constexpr bool kMlockIsObservable = true;
+#endif
+#define SKIP_IF_MLOCK_UNOBSERVABLE() \
+  if (!mlos_test::kMlockIsObservable) GTEST_SKIP() << "AddressSanitizer turns mlock into a no-op"
+
 inline pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 inline std::string read_text(const std::string& path) {

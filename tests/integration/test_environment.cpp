@@ -1,16 +1,22 @@
-// Gives the integration tests a private ledger directory when ctest has not
-// set one, so a developer running the binary by hand never touches
-// /run/mlos. Runs before main() and before libmlos reads the variable.
+// Gives each integration test process a private ledger directory, created
+// under $MLOS_RUNTIME_DIR when set (ctest sets one per build) or /tmp, so
+// tests that ctest runs in parallel never see each other's claims and a
+// developer running the binary by hand never touches /run/mlos. Runs before
+// main() and so before libmlos reads the variable.
 #include <stdlib.h>
 
+#include <filesystem>
 #include <string>
 
 namespace {
 struct PrivateRuntimeDir {
   PrivateRuntimeDir() {
-    if (getenv("MLOS_RUNTIME_DIR") != nullptr) return;
-    char tmpl[] = "/tmp/mlos-integration-XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) setenv("MLOS_RUNTIME_DIR", tmpl, 1);
+    const char* parent = getenv("MLOS_RUNTIME_DIR");
+    std::string base = parent != nullptr && *parent ? parent : "/tmp";
+    std::error_code ignored;  // mkdtemp reports a missing directory below
+    std::filesystem::create_directories(base, ignored);
+    std::string tmpl = base + "/integration-XXXXXX";
+    if (mkdtemp(tmpl.data()) != nullptr) setenv("MLOS_RUNTIME_DIR", tmpl.c_str(), 1);
   }
 } private_runtime_dir;
 }  // namespace

@@ -1,6 +1,7 @@
 // mlos: command-line tool of mlOS. See docs/cli.md.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <limits>
 
 #include "cli_output.h"
 #include "commands.h"
@@ -27,7 +28,9 @@ int main(int argc, char** argv) {
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Run CMD inside an allocation: CPUs, memory policy, thread pools");
-  run_cmd->add_option("--cpus", run.cpus, "Number of CPUs (>= 1)")->required()->check(CLI::PositiveNumber);
+  run_cmd->add_option("--cpus", run.cpus, "Number of CPUs (>= 1)")
+      ->required()
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   run_cmd->add_option("--mem", run.mem, "Memory the job needs, e.g. 4G; fails if not available");
   run_cmd->add_option("--numa", run.numa, "NUMA node: auto (best fit) or an index")->default_str("auto");
   run_cmd->add_flag("--exclusive", run.exclusive, "No other mlOS claim may share these CPUs");

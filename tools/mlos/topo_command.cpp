@@ -14,7 +14,9 @@ int run_topo(const TopoOptions& options) {
     return kExitFailure;
   }
   const Topology& t = (*broker)->topology();
-  const CpuSet allowed = (*broker)->allowed_cpus();
+  // MLOS_ALLOWED_CPUS may name CPUs a described machine does not have; only
+  // existing CPUs can be allowed (the planner ignores the others too).
+  const CpuSet allowed = (*broker)->allowed_cpus() & t.all_cpus();
   if (options.json) {
     auto j = json_envelope("topo");
     j["source"] = t.source;

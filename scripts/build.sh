@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds mlOS into ./build (or $MLOS_BUILD_DIR).
+# Extra arguments go to the CMake configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${MLOS_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"

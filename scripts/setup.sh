@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything mlOS needs to build and test on Debian 12, as root.
+# Idempotent: packages already present are not reinstalled.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libhwloc-dev hwloc            # topology
+  libcli11-dev                  # CLI argument parsing
+  nlohmann-json3-dev            # JSON (ledger, --json)
+  libgtest-dev libgmock-dev     # tests
+  libbenchmark-dev              # bench/
+  util-linux                    # taskset, ionice (tests)
+  python3 python3-pip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# pytest drives the end-to-end tests. Use whichever python3 is first on PATH
+# (the same one ctest will run).
+if ! python3 -c 'import pytest' 2>/dev/null; then
+  echo "setup: installing pytest"
+  python3 -m pip install --quiet pytest 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages pytest
+fi
