@@ -12,7 +12,10 @@ rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  MLOS_BUILD_DIR=build-asan bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF
+  # Only what the sanitizer run executes, unoptimised (faster to build).
+  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_c_api_test
+    fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay" \
+    bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   rm -rf build-asan/test-runtime
   # hwloc's PCI plugin (through libpciaccess) leaks about 1 KB per process
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU

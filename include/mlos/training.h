@@ -129,10 +129,17 @@ typedef void (*mlos_memory_callback_t)(mlos_memory_pressure_level_t level,
  * died is reclaimed automatically.
  *
  * Nothing about the calling thread changes here: use bind_thread.
+ * Claims are visible to every process sharing the runtime directory
+ * ($MLOS_RUNTIME_DIR, /run/mlos for root, else per user); see
+ * docs/placement.md. A handle is valid only in the process that requested
+ * it: in a forked child every call returns INVALID_HANDLE, except release,
+ * which forgets the child's copy and leaves the parent's claim alone.
  * Errors: INVALID_ARGUMENT (NULL, num_cpus < 1, priority out of range,
- * numa_node_preference < -1), INVALID_NUMA_NODE, INSUFFICIENT_CPUS,
- * CPUS_BUSY, INSUFFICIENT_MEMORY, STATE_CORRUPT, SYSTEM. On error
- * *resources is set to NULL and no claim is made. */
+ * numa_node_preference < -1, bad MLOS_MODE), INVALID_NUMA_NODE,
+ * INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY, STATE_CORRUPT,
+ * UNSUPPORTED (MLOS_MODE=daemon; exclusive CPUs while the ledger is
+ * unusable), SYSTEM. On error *resources is set to NULL and no claim is
+ * made. */
 MLOS_API int mlos_training_request_resources(
     const mlos_training_resource_request_t* request,
     mlos_training_resources_t** resources);
@@ -145,7 +152,10 @@ MLOS_API int mlos_training_request_resources(
  * MLOS_ERR_INVALID_HANDLE and does nothing else. */
 MLOS_API int mlos_training_release_resources(mlos_training_resources_t* resources);
 
-/* Pins `thread` (a thread of this process) to the allocation.
+/* Pins `thread` (a thread of this process) to the allocation. A thread
+ * belongs to at most one handle: binding it through another handle moves it
+ * there, and whichever release comes last restores what it had before. A
+ * failed bind changes nothing.
  * cpu_index in [0, num_cpus) pins it to that one CPU of the allocation (the
  * order is mlos_training_get_cpus()'s); MLOS_CPU_INDEX_ALL (-1) lets it run on
  * any CPU of the allocation. When `thread` is the calling thread, its NUMA

@@ -1,5 +1,8 @@
 // The C ABI of include/mlos/training.h. Every entry point validates its
 // arguments, catches every exception, and maps errors to mlos_error_t here.
+#include <unistd.h>
+
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -36,6 +39,24 @@ int invalid_handle() {
   return record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, released or unknown resources handle"));
 }
 
+// The job behind `handle`, or nullptr (last error set) if the handle is
+// unknown or belongs to the parent of this forked process: a child must not
+// renice, re-pin or release its parent's threads and claim.
+std::shared_ptr<mlos::Job> find_job(const mlos_training_resources_t* handle) {
+  auto job = mlos::HandleRegistry::instance().find(handle);
+  if (!job) {
+    invalid_handle();
+    return nullptr;
+  }
+  if (job->creator_pid() != getpid()) {
+    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "handle belongs to process " +
+                                                         std::to_string(job->creator_pid()) +
+                                                         "; a forked child must request its own resources"));
+    return nullptr;
+  }
+  return job;
+}
+
 // Copies `ours` into a caller struct whose first field is struct_size,
 // honouring both sizes: older callers get a prefix, newer ones get zeros
 // past what this library knows.
@@ -64,9 +85,14 @@ int raw_enum(const E& value) {
   return raw;
 }
 
-constexpr size_t kPlacementV1Size = sizeof(mlos_training_placement_t);
-constexpr size_t kProfileV1Size = sizeof(mlos_training_phase_profile_t);
-constexpr size_t kOptionsV1Size = sizeof(mlos_training_request_options_t);
+// First-version sizes, fixed by their last v1 field: fields added later
+// must not raise them, or every v1 caller would get VERSION_MISMATCH.
+constexpr size_t kPlacementV1Size = offsetof(mlos_training_placement_t, bound_threads) + sizeof(int);
+constexpr size_t kProfileV1Size = offsetof(mlos_training_phase_profile_t, os_updates) + sizeof(uint64_t);
+constexpr size_t kOptionsV1Size = offsetof(mlos_training_request_options_t, label) + sizeof(const char*);
+static_assert(kPlacementV1Size <= sizeof(mlos_training_placement_t));
+static_assert(kProfileV1Size <= sizeof(mlos_training_phase_profile_t));
+static_assert(kOptionsV1Size <= sizeof(mlos_training_request_options_t));
 constexpr uint32_t kKnownRequestFlags = MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE;
 
 }  // namespace
@@ -124,14 +150,16 @@ int mlos_training_release_resources(mlos_training_resources_t* resources) {
     if (resources == nullptr) return static_cast<int>(MLOS_OK);
     auto job = mlos::HandleRegistry::instance().take(resources);
     if (!job) return invalid_handle();
+    // A forked child's copy of its parent's handle is only forgotten.
+    if (job->creator_pid() != getpid()) return static_cast<int>(MLOS_OK);
     return mlos::to_code(job->release());
   });
 }
 
 int mlos_training_bind_thread(mlos_training_resources_t* resources, pthread_t thread, int cpu_index) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     auto tid = mlos::os::thread_tid(thread);
     if (!tid) return record_error(tid.error());
     return mlos::to_code(job->bind_thread(*tid, pthread_equal(thread, pthread_self()) != 0, cpu_index));
@@ -140,8 +168,8 @@ int mlos_training_bind_thread(mlos_training_resources_t* resources, pthread_t th
 
 int mlos_training_set_phase(mlos_training_resources_t* resources, mlos_training_phase_t phase) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     const int raw = raw_enum(phase);
     if (!mlos::PhasePolicy::valid_phase(raw)) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown phase " + std::to_string(raw)));
@@ -154,7 +182,7 @@ int mlos_training_register_memory_callback(mlos_training_resources_t* resources,
                                            void* user_data) {
   (void)user_data;
   return guarded([&] {
-    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if (!find_job(resources)) return mlos_last_error();
     if (callback == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "callback is NULL"));
     return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED,
                                    "memory-pressure callbacks are not available in this version; nothing was "
@@ -165,8 +193,8 @@ int mlos_training_register_memory_callback(mlos_training_resources_t* resources,
 void* mlos_training_alloc_checkpoint_buffer(mlos_training_resources_t* resources, size_t size) {
   void* out = nullptr;
   guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     auto p = job->alloc_checkpoint_buffer(size);
     if (!p) return record_error(p.error());
     out = *p;
@@ -177,15 +205,15 @@ void* mlos_training_alloc_checkpoint_buffer(mlos_training_resources_t* resources
 
 int mlos_training_free_checkpoint_buffer(mlos_training_resources_t* resources, void* buffer) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     return mlos::to_code(job->free_checkpoint_buffer(buffer));
   });
 }
 
 int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int world_size) {
   return guarded([&] {
-    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if (!find_job(resources)) return mlos_last_error();
     if (world_size < 1 || rank < 0 || rank >= world_size) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "need 0 <= rank < world_size, got rank " +
                                                                     std::to_string(rank) + ", world_size " +
@@ -197,7 +225,7 @@ int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int wo
 
 int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
   return guarded([&] {
-    if (!mlos::HandleRegistry::instance().find(resources)) return invalid_handle();
+    if (!find_job(resources)) return mlos_last_error();
     const int raw_op = raw_enum(op);
     if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
@@ -209,8 +237,8 @@ int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, si
 int mlos_training_register_buffer(mlos_training_resources_t* resources, void* addr, size_t size,
                                   mlos_buffer_kind_t kind) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     const int raw_kind = raw_enum(kind);
     if (raw_kind != MLOS_BUFFER_GRADIENT) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(raw_kind)));
@@ -221,16 +249,16 @@ int mlos_training_register_buffer(mlos_training_resources_t* resources, void* ad
 
 int mlos_training_unregister_buffer(mlos_training_resources_t* resources, void* addr) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     return mlos::to_code(job->unregister_buffer(addr));
   });
 }
 
 int mlos_training_get_placement(const mlos_training_resources_t* resources, mlos_training_placement_t* placement) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     if (placement == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "placement is NULL"));
     auto snap = job->snapshot();
     if (!snap) return record_error(snap.error());
@@ -252,8 +280,8 @@ int mlos_training_get_placement(const mlos_training_resources_t* resources, mlos
 
 int mlos_training_get_cpus(const mlos_training_resources_t* resources, int* cpus, size_t capacity, size_t* count) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     if (count == nullptr || (cpus == nullptr && capacity > 0)) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "count is NULL, or cpus is NULL with capacity > 0"));
     }
@@ -271,8 +299,8 @@ int mlos_training_get_cpus(const mlos_training_resources_t* resources, int* cpus
 
 int mlos_training_recommended_threads(const mlos_training_resources_t* resources) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     auto snap = job->snapshot();
     if (!snap) return record_error(snap.error());
     return std::max(1, snap->placement.physical_cores);
@@ -282,8 +310,8 @@ int mlos_training_recommended_threads(const mlos_training_resources_t* resources
 int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
                                     mlos_training_phase_profile_t* profile) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     if (profile == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "profile is NULL"));
     auto snap = job->snapshot();
     if (!snap) return record_error(snap.error());
@@ -301,8 +329,8 @@ int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
 
 int mlos_training_get_notes(const mlos_training_resources_t* resources, char* buf, size_t len, size_t* needed) {
   return guarded([&] {
-    auto job = mlos::HandleRegistry::instance().find(resources);
-    if (!job) return invalid_handle();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     if (needed == nullptr || (buf == nullptr && len > 0)) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed is NULL, or buf is NULL with len > 0"));
     }

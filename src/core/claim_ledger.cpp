@@ -56,6 +56,7 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
                                                     " is not the supported " + std::to_string(kSchemaVersion));
     }
     ledger.next_id = get_u64(j, "next_id");
+    ledger.boot_id = j.value("boot_id", std::string());
     for (const auto& cj : j.at("claims")) {
       Claim c = claim_from_json(cj);
       if (c.id >= ledger.next_id) throw std::invalid_argument("claim id >= next_id");
@@ -70,7 +71,7 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
 std::string ClaimLedger::serialize() const {
   json arr = json::array();
   for (const auto& c : claims) arr.push_back(claim_to_json(c));
-  json j{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"claims", arr}};
+  json j{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"boot_id", boot_id}, {"claims", arr}};
   return j.dump(1) + "\n";
 }
 

@@ -4,7 +4,8 @@
 // process liveness checks live in os/.
 //
 // File format (schema_version 1):
-//   {"schema_version":1,"next_id":7,"claims":[{"id":3,"pid":123,
+//   {"schema_version":1,"next_id":7,"boot_id":"<kernel boot id>",
+//    "claims":[{"id":3,"pid":123,
 //     "start_time":456,"uid":0,"cpus":"0-3","exclusive":true,
 //     "envelope":false,"numa_node":0,"memory_bytes":0,"label":"",
 //     "created_unix":1700000000}]}
@@ -48,6 +49,10 @@ struct Claim {
 struct ClaimLedger {
   static constexpr int kSchemaVersion = 1;
   uint64_t next_id = 1;
+  // /proc/sys/kernel/random/boot_id when last written: a ledger that
+  // survived a reboot (persistent MLOS_RUNTIME_DIR) holds only dead claims,
+  // and PID + start time could match a new process. "" = unknown.
+  std::string boot_id;
   std::vector<Claim> claims;
 
   // STATE_CORRUPT with the reason if `json` is not a valid ledger (bad JSON,

@@ -145,10 +145,20 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
                           ")");
   };
 
+  // With a strict binding the kernel cannot fall back to another node, so
+  // the bound nodes' free memory must cover the request.
+  const bool strict_memory = req.strict_membind && req.memory_bytes > 0;
+  auto memory_error = [&](const std::string& where) -> Error {
+    return make_error(MLOS_ERR_INSUFFICIENT_MEMORY, "requested " + gib(req.memory_bytes) +
+                                                        " bound (strict) " + where +
+                                                        ", but the candidate nodes' free memory is smaller");
+  };
+
   Placement p;
   std::vector<const NodeOption*> fitting;
   for (const auto& o : options) {
-    if (o.usable.count() >= req.num_cpus) fitting.push_back(&o);
+    // Bound memory cannot fall back to another node: it must fit.
+    if (o.usable.count() >= req.num_cpus && (!strict_memory || o.memory_fits)) fitting.push_back(&o);
   }
 
   if (!fitting.empty()) {
@@ -165,6 +175,10 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
                                                [&](auto* a, auto* b) { return score(a) < score(b); });
     p.cpus = pick_cpus(topo, best->node->cores, best->usable, usage, req.num_cpus);
     p.nodes = {best->node->os_index};
+  } else if (strict_memory && (req.numa_preference >= 0 || req.single_node) &&
+             std::any_of(options.begin(), options.end(),
+                         [&](const NodeOption& o) { return o.usable.count() >= req.num_cpus; })) {
+    return memory_error("on a single NUMA node");
   } else if (req.numa_preference >= 0) {
     return busy_error(options.front().node->cpus, "NUMA node " + std::to_string(req.numa_preference));
   } else if (req.single_node) {
@@ -190,26 +204,31 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
       return std::tuple(-a->usable.count(), a->node->os_index) < std::tuple(-b->usable.count(), b->node->os_index);
     });
     int have = 0;
+    uint64_t memory_have = 0;
     CpuSet span_usable;
     std::vector<int> span_cores;
     for (const NodeOption* o : order) {
-      if (have >= req.num_cpus) break;
+      if (have >= req.num_cpus && (!strict_memory || memory_have >= req.memory_bytes)) break;
       have += o->usable.count();
+      auto free_it = memory.node_free_bytes.find(o->node->os_index);
+      memory_have = free_it == memory.node_free_bytes.end() ? UINT64_MAX : memory_have + free_it->second;
       span_usable = span_usable | o->usable;
       span_cores.insert(span_cores.end(), o->node->cores.begin(), o->node->cores.end());
       p.nodes.push_back(o->node->os_index);
     }
     if (have < req.num_cpus) return busy_error(topo.all_cpus(), "this machine");
+    if (strict_memory && memory_have < req.memory_bytes) return memory_error("on the nodes it could use");
     p.cpus = pick_cpus(topo, span_cores, span_usable, usage, req.num_cpus);
   }
 
   for (int c : p.cpus) p.cpu_set.set(c);
-  // Keep only nodes that received CPUs; the primary node holds the most.
+  // Keep only nodes that received CPUs, unless their memory is needed for a
+  // strict binding; the primary node holds the most CPUs.
   std::vector<int> nodes;
   int most = 0;
   for (int n : p.nodes) {
     int held = (topo.node(n)->cpus & p.cpu_set).count();
-    if (held == 0) continue;
+    if (held == 0 && !strict_memory) continue;
     nodes.push_back(n);
     if (held > most) {
       most = held;

@@ -31,7 +31,8 @@ class ClaimBroker {
   virtual ~ClaimBroker() = default;
   // Plans and records a claim atomically with respect to other processes.
   virtual Result<Grant> acquire(const ClaimRequest& request) = 0;
-  // Drops a claim; unknown ids are not an error (the claim may have been
+  // Drops a claim of the calling process; unknown ids and other processes'
+  // claims are left alone and are not an error (the claim may have been
   // reclaimed already).
   virtual Status release(uint64_t claim_id) = 0;
   virtual const Topology& topology() const = 0;

@@ -1,8 +1,10 @@
 #include "engine/job.h"
 
 #include <linux/mempolicy.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 namespace mlos {
@@ -32,12 +34,20 @@ uint64_t Job::steady_clock_ns() {
           .count());
 }
 
-Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel, Clock clock)
-    : spec_(std::move(spec)),
+namespace {
+std::atomic<uint64_t> g_next_job_id{1};
+}  // namespace
+
+Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel, Clock clock,
+         ThreadRegistry& threads)
+    : id_(g_next_job_id++),
+      creator_pid_(getpid()),
+      spec_(std::move(spec)),
       grant_(std::move(grant)),
       broker_(std::move(broker)),
       kernel_(kernel),
       clock_(std::move(clock)),
+      threads_registry_(threads),
       profile_(clock_()) {
   if (!grant_.ledger_note.empty()) note(MLOS_EFFECT_LEDGER, grant_.ledger_note);
 }
@@ -62,20 +72,27 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
   }
   CpuSet target = cpu_index == MLOS_CPU_INDEX_ALL ? grant_.placement.cpu_set : CpuSet::of({cpus[cpu_index]});
 
+  // What the thread has now (to know what a phase must change) and what it
+  // had before any job touched it (to restore at release).
+  auto affinity = kernel_.affinity(tid);
+  if (!affinity) return affinity.error();
+  auto nice = kernel_.nice(tid);
+  if (!nice) return nice.error();
+  auto io = kernel_.io_priority(tid);
+  if (!io) return io.error();
+  const ThreadBaseline baseline = threads_registry_.baseline(tid).value_or(ThreadBaseline{*affinity, *nice, *io, {}});
+
+  // Nothing is recorded unless the thread is actually pinned.
+  if (Status s = kernel_.set_affinity(tid, target); !s) {
+    note(MLOS_EFFECT_AFFINITY, s.error().describe());
+    return s;
+  }
+  threads_registry_.adopt(tid, id_, baseline);
   auto it = std::find_if(threads_.begin(), threads_.end(), [&](const BoundThread& t) { return t.tid == tid; });
   if (it == threads_.end()) {
-    // First bind of this thread: remember what to restore.
-    auto affinity = kernel_.affinity(tid);
-    if (!affinity) return affinity.error();
-    auto nice = kernel_.nice(tid);
-    if (!nice) return nice.error();
-    auto io = kernel_.io_priority(tid);
-    if (!io) return io.error();
     BoundThread t{};
     t.tid = tid;
-    t.original_affinity = *affinity;
-    t.base_nice = *nice;
-    t.original_io = *io;
+    t.base_nice = baseline.nice;
     t.lowest_nice = kernel_.lowest_permitted_nice();
     // If this process may not lower the thread's nice back to where it
     // started, raising it (IDLE) would be irreversible: leave nice alone.
@@ -86,29 +103,24 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
                std::to_string(t.lowest_nice) + ", thread at " + std::to_string(t.base_nice) +
                "), so raising it for a phase could not be undone");
     }
-    t.attempted = ThreadSettings{t.base_nice, t.original_io};
     threads_.push_back(t);
     it = threads_.end() - 1;
   }
+  it->attempted = ThreadSettings{*nice, *io};
 
-  if (Status s = kernel_.set_affinity(tid, target); !s) {
-    note(MLOS_EFFECT_AFFINITY, s.error().describe());
-    return s;
-  }
-  if (is_calling_thread && !it->set_mempolicy) {
+  if (is_calling_thread) {
     auto current = kernel_.memory_policy();
     os::MemoryPolicy p;
     p.mode = grant_.placement.memory_policy == MLOS_MEMPOLICY_BIND        ? MPOL_BIND
              : grant_.placement.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE
                                                                            : MPOL_PREFERRED;
     for (int n : grant_.placement.nodes) p.nodes.set(n);
-    Status s = current ? kernel_.set_memory_policy(p) : Status(current.error());
-    if (s) {
-      it->set_mempolicy = true;
-      it->original_mempolicy = *current;
-    } else {
-      note(MLOS_EFFECT_MEMPOLICY, s.error().describe());
+    Status s = current ? Status::Ok() : Status(current.error());
+    if (s && !(*current == p)) {
+      threads_registry_.record_memory_policy(tid, *current);
+      s = kernel_.set_memory_policy(p);
     }
+    if (!s) note(MLOS_EFFECT_MEMPOLICY, s.error().describe());
   }
   bool changed = false;
   if (phases_marked_) apply_settings(*it, profile_.current(), &changed);
@@ -130,18 +142,20 @@ void Job::apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* chan
   }
 }
 
-void Job::apply_buffer_locks(BufferLockAction action, bool* changed) {
-  if (action == BufferLockAction::kKeep) return;
-  const bool lock = action == BufferLockAction::kLock;
+void Job::sync_buffer_locks(bool* changed) {
   for (auto& [addr, buf] : registered_) {
-    if (buf.kind != MLOS_BUFFER_GRADIENT || buf.locked == lock) continue;
+    if (buf.kind != MLOS_BUFFER_GRADIENT || buf.attempted == gradients_locked_) continue;
+    // One attempt per change of target: a refused mlock is noted, not
+    // retried on every BACKWARD.
     *changed = true;
-    Status s = lock ? kernel_.lock(reinterpret_cast<void*>(addr), buf.bytes)
-                    : kernel_.unlock(reinterpret_cast<void*>(addr), buf.bytes);
-    if (s) {
-      buf.locked = lock;
-    } else {
-      note(MLOS_EFFECT_MEMLOCK, s.error().describe());
+    buf.attempted = gradients_locked_;
+    if (gradients_locked_) {
+      Status s = kernel_.lock(reinterpret_cast<void*>(addr), buf.bytes);
+      buf.locked = s.ok();
+      if (!s) note(MLOS_EFFECT_MEMLOCK, s.error().describe());
+    } else if (buf.locked) {
+      (void)kernel_.unlock(reinterpret_cast<void*>(addr), buf.bytes);
+      buf.locked = false;
     }
   }
 }
@@ -158,8 +172,18 @@ Status Job::set_phase(mlos_training_phase_t phase) {
   if (!profile_.enter(phase, clock_()) && phases_marked_) return Status::Ok();
   phases_marked_ = true;
   bool changed = false;
-  for (auto& t : threads_) apply_settings(t, phase, &changed);
-  apply_buffer_locks(policy_.rule(phase).gradients, &changed);
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    // A thread bound again through another handle now belongs to that job.
+    if (!threads_registry_.owns(it->tid, id_)) {
+      it = threads_.erase(it);
+      continue;
+    }
+    apply_settings(*it, phase, &changed);
+    ++it;
+  }
+  const BufferLockAction action = policy_.rule(phase).gradients;
+  if (action != BufferLockAction::kKeep) gradients_locked_ = action == BufferLockAction::kLock;
+  sync_buffer_locks(&changed);
   if (changed) profile_.count_os_update();
   return Status::Ok();
 }
@@ -211,15 +235,11 @@ Status Job::register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind) {
       return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer overlaps one already registered");
     }
   }
-  registered_[start] = Buffer{end - start, kind, false};
-  // Already past the lock point (BACKWARD/OPTIMIZER/CHECKPOINT after a
-  // BACKWARD): lock now, as set_phase would have.
-  const auto ph = profile_.current();
-  if (ph == MLOS_TRAINING_PHASE_BACKWARD || ph == MLOS_TRAINING_PHASE_OPTIMIZER ||
-      ph == MLOS_TRAINING_PHASE_CHECKPOINT) {
-    bool changed = false;
-    apply_buffer_locks(BufferLockAction::kLock, &changed);
-  }
+  registered_[start] = Buffer{end - start, kind, false, false};
+  // Registered between a BACKWARD and the next IDLE: lock now, as the
+  // BACKWARD would have.
+  bool changed = false;
+  sync_buffer_locks(&changed);
   return Status::Ok();
 }
 
@@ -242,12 +262,16 @@ Status Job::release() {
   released_ = true;
   const pid_t self = kernel_.current_tid();
   // Restoration is best effort: a thread that exited (ESRCH) needs nothing.
+  // Threads another job has bound since are that job's to restore.
   for (auto& t : threads_) {
-    (void)kernel_.set_affinity(t.tid, t.original_affinity);
-    if (t.attempted.nice != t.base_nice) (void)kernel_.set_nice(t.tid, t.base_nice);
-    if (!(t.attempted.io == t.original_io)) (void)kernel_.set_io_priority(t.tid, t.original_io);
-    if (t.set_mempolicy && t.tid == self) (void)kernel_.set_memory_policy(t.original_mempolicy);
+    auto baseline = threads_registry_.release(t.tid, id_);
+    if (!baseline) continue;
+    (void)kernel_.set_affinity(t.tid, baseline->affinity);
+    if (t.attempted.nice != baseline->nice) (void)kernel_.set_nice(t.tid, baseline->nice);
+    if (!(t.attempted.io == baseline->io)) (void)kernel_.set_io_priority(t.tid, baseline->io);
+    if (baseline->memory_policy && t.tid == self) (void)kernel_.set_memory_policy(*baseline->memory_policy);
   }
+  threads_.clear();
   for (auto& [addr, buf] : registered_) {
     if (buf.locked) (void)kernel_.unlock(reinterpret_cast<void*>(addr), buf.bytes);
   }

@@ -1,5 +1,5 @@
 // One granted allocation and everything mlOS changed on its behalf: bound
-// threads (with what they had before), phase state and profile, locked
+// threads (their baselines live in ThreadRegistry), phase state and profile, locked
 // buffers, and the reasons effects were degraded. Engine-neutral: kernel
 // calls go through os::Kernel, the claim through ClaimBroker.
 //
@@ -21,6 +21,7 @@
 #include "core/phase_profile.h"
 #include "core/placement.h"
 #include "engine/claim_broker.h"
+#include "engine/thread_registry.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
 
@@ -37,7 +38,7 @@ class Job {
   using Clock = std::function<uint64_t()>;  // monotonic nanoseconds
 
   Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel,
-      Clock clock = steady_clock_ns);
+      Clock clock = steady_clock_ns, ThreadRegistry& threads = ThreadRegistry::process_wide());
 
   // `tid` is the thread; `is_calling_thread` says whether its memory policy
   // can be set (see mlos_training_bind_thread).
@@ -68,40 +69,45 @@ class Job {
   Result<Snapshot> snapshot() const;
 
   static uint64_t steady_clock_ns();
+  // The process that requested this job (a forked child inherits the handle
+  // but not the job).
+  pid_t creator_pid() const { return creator_pid_; }
 
  private:
   struct BoundThread {
     pid_t tid;
-    CpuSet original_affinity;
-    int base_nice;
-    IoPriority original_io;
-    bool manage_nice;        // false when lowering nice back is not permitted
-    int lowest_nice;         // targets are clamped to >= this
+    int base_nice;             // nice before any job (phase offsets apply to it)
+    bool manage_nice;          // false when lowering nice back is not permitted
+    int lowest_nice;           // targets are clamped to >= this
     ThreadSettings attempted;  // last settings we tried to apply
-    bool set_mempolicy;
-    os::MemoryPolicy original_mempolicy;
   };
   struct Buffer {
     size_t bytes;
     mlos_buffer_kind_t kind;
-    bool locked;
+    bool locked;     // actually locked now
+    bool attempted;  // the lock state last asked of the kernel
   };
 
   void note(uint32_t effect, const std::string& reason);
   void apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed);
-  void apply_buffer_locks(BufferLockAction action, bool* changed);
+  // Brings gradient buffers to gradients_locked_.
+  void sync_buffer_locks(bool* changed);
   size_t round_to_pages(size_t bytes) const;
 
+  const uint64_t id_;  // unique in the process; owner key in ThreadRegistry
+  const pid_t creator_pid_;
   const JobSpec spec_;
   const Grant grant_;
   std::shared_ptr<ClaimBroker> broker_;
   os::Kernel& kernel_;
   Clock clock_;
+  ThreadRegistry& threads_registry_;
   const PhasePolicy& policy_ = PhasePolicy::defaults();
 
   mutable std::mutex mu_;
   bool released_ = false;
-  bool phases_marked_ = false;  // set_phase called at least once
+  bool phases_marked_ = false;     // set_phase called at least once
+  bool gradients_locked_ = false;  // from the first BACKWARD until IDLE
   PhaseProfile profile_;
   std::vector<BoundThread> threads_;
   std::map<void*, size_t> checkpoint_buffers_;

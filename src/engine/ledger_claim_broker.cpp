@@ -87,10 +87,16 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
     return make_error(MLOS_ERR_UNSUPPORTED, "exclusive CPUs need the claim ledger, which is unusable: " +
                                                 s.error().describe() + " (set MLOS_RUNTIME_DIR to a writable directory)");
   }
-  auto placement = plan_placement(topology_, allowed_, CpuUsage{}, memory_(), request.placement);
+  // Other claims are still respected where the ledger can at least be read
+  // (e.g. a root-owned ledger and an unprivileged caller).
+  auto readable = ledger_.read();
+  CpuUsage usage = readable ? readable->usage_for(my_lineage) : CpuUsage{};
+  auto placement = plan_placement(topology_, allowed_, usage, memory_(), request.placement);
   if (!placement) return placement.error();
   return Grant{0, std::move(placement.value()),
-               "claim not recorded, other processes cannot see it: " + s.error().describe()};
+               "claim not recorded, other processes cannot see it: " + s.error().describe() +
+                   (readable ? std::string(" (existing claims were respected)")
+                             : "; existing claims could not be read either: " + readable.error().describe())};
 }
 
 Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) const {
@@ -101,7 +107,14 @@ Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) const {
 }
 
 Status LedgerClaimBroker::release(uint64_t claim_id) {
-  return ledger_.update([&](ClaimLedger& ledger) -> Result<bool> { return ledger.remove(claim_id); });
+  auto self = os::process_id(owner_pid());
+  if (!self) return self.error();
+  return ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {
+    // Only the owner drops a claim (a forked child holding a copy of the
+    // handle must not free its parent's CPUs).
+    const Claim* c = ledger.find(claim_id);
+    return c != nullptr && c->owner == *self && ledger.remove(claim_id);
+  });
 }
 
 }  // namespace mlos

@@ -29,7 +29,7 @@ class Fd {
 };
 
 Result<std::string> read_all(const std::string& path) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return std::string();
     return make_sys_error(errno, "cannot read " + path);
@@ -46,8 +46,15 @@ Result<std::string> read_all(const std::string& path) {
 }
 
 Status write_atomically(const std::string& dir, const std::string& path, const std::string& data) {
+  // The directory is trusted (ensure_dir) and the caller holds the ledger
+  // lock, so a leftover temp file can only be a crashed writer's: remove it.
+  // O_EXCL|O_NOFOLLOW still refuses to write through anything planted.
   std::string tmp = path + ".tmp." + std::to_string(getpid());
-  Fd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  int raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (raw < 0 && errno == EEXIST && unlink(tmp.c_str()) == 0) {
+    raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  }
+  Fd fd(raw);
   if (fd.get() < 0) return make_sys_error(errno, "cannot create " + tmp);
   size_t done = 0;
   while (done < data.size()) {
@@ -87,6 +94,14 @@ Result<ClaimLedger> parse_file(const std::string& path) {
   return ledger;
 }
 
+// Drops every claim of a ledger written before the last reboot; true if any.
+bool forget_if_rebooted(ClaimLedger& ledger) {
+  const std::string now = current_boot_id();
+  if (ledger.boot_id.empty() || now.empty() || ledger.boot_id == now || ledger.claims.empty()) return false;
+  ledger.claims.clear();
+  return true;
+}
+
 }  // namespace
 
 std::string default_runtime_dir() {
@@ -105,13 +120,31 @@ Status LedgerFile::ensure_dir() const {
       return make_sys_error(errno, "cannot create runtime directory " + part);
     }
   }
+  return check_trusted();
+}
+
+Status LedgerFile::check_trusted() const {
+  // Another user who owns (or may write to) the directory could forge
+  // claims or plant links; /tmp/mlos-<uid> can be created by anyone first.
+  struct stat st {};
+  if (stat(dir_.c_str(), &st) != 0) return make_sys_error(errno, "cannot stat runtime directory " + dir_);
+  if (!S_ISDIR(st.st_mode)) return make_error(MLOS_ERR_SYSTEM, "runtime directory " + dir_ + " is not a directory");
+  if (st.st_uid != geteuid() && st.st_uid != 0) {
+    return make_error(MLOS_ERR_PERMISSION, "runtime directory " + dir_ + " belongs to uid " +
+                                               std::to_string(st.st_uid) +
+                                               ", neither this user nor root; refusing to use it");
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return make_error(MLOS_ERR_PERMISSION, "runtime directory " + dir_ +
+                                               " is writable by group or others; refusing to use it (chmod go-w)");
+  }
   return Status::Ok();
 }
 
 Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& update) {
   if (Status s = ensure_dir(); !s) return s;
   std::string lock_path = dir_ + "/claims.lock";
-  Fd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  Fd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (lock.get() < 0) return make_sys_error(errno, "cannot open " + lock_path);
   while (flock(lock.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return make_sys_error(errno, "cannot lock " + lock_path);
@@ -119,7 +152,9 @@ Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& updat
   // The lock is released when `lock` closes.
   auto ledger = parse_file(path());
   if (!ledger) return ledger.error();
-  bool pruned = !ledger->prune([](const ProcessId& id) { return is_alive(id); }).empty();
+  bool pruned = forget_if_rebooted(*ledger);
+  pruned |= !ledger->prune([](const ProcessId& id) { return is_alive(id); }).empty();
+  ledger->boot_id = current_boot_id();
   auto changed = update(*ledger);
   if (!changed) {
     if (pruned) (void)write_atomically(dir_, path(), ledger->serialize());
@@ -130,8 +165,12 @@ Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& updat
 }
 
 Result<ClaimLedger> LedgerFile::read() const {
+  struct stat st {};
+  if (stat(dir_.c_str(), &st) != 0 && errno == ENOENT) return ClaimLedger{};
+  if (Status s = check_trusted(); !s) return s.error();
   auto ledger = parse_file(path());
   if (!ledger) return ledger.error();
+  forget_if_rebooted(*ledger);
   (void)ledger->prune([](const ProcessId& id) { return is_alive(id); });
   return ledger;
 }

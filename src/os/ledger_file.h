@@ -35,10 +35,15 @@ class LedgerFile {
   // Reads the ledger without writing (dead claims are filtered out of the
   // result, not removed from the file). A missing directory or file reads as
   // an empty ledger.
+  //
+  // Both refuse (PERMISSION) a directory owned by a user other than this
+  // one or root, or writable by group or others, and never follow a link
+  // planted in it.
   Result<ClaimLedger> read() const;
 
  private:
   Status ensure_dir() const;
+  Status check_trusted() const;
   std::string dir_;
 };
 

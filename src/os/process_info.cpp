@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -62,7 +63,10 @@ Result<ProcStat> parse_proc_stat(std::string_view text) {
   std::vector<std::string> f;
   for (std::string tok; rest >> tok;) f.push_back(tok);
   // f[0] is field 3; start_time is field 22 -> f[19]; nice field 19 -> f[16].
-  if (f.size() < 20 || f[0].size() != 1) return make_error(MLOS_ERR_SYSTEM, "short /proc stat line");
+  // The state is one letter (R, S, D, Z, T, t, X, I, ...).
+  if (f.size() < 20 || f[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(f[0][0]))) {
+    return make_error(MLOS_ERR_SYSTEM, "short or malformed /proc stat line");
+  }
   try {
     s.state = f[0][0];
     s.ppid = std::stoi(f[1]);
@@ -144,6 +148,13 @@ std::vector<ProcessId> lineage(int pid, const std::string& proc_root) {
     pid = st->ppid;
   }
   return out;
+}
+
+std::string current_boot_id(const std::string& proc_root) {
+  auto text = read_file(proc_root + "/sys/kernel/random/boot_id");
+  if (!text) return "";
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
+  return *text;
 }
 
 MemoryAvailability read_memory_availability(const Topology& topology, const std::string& proc_root,

@@ -45,6 +45,9 @@ bool is_alive(const ProcessId& id, const std::string& proc_root = "/proc");
 // `pid` followed by its ancestors up to (excluding) pid 0.
 std::vector<ProcessId> lineage(int pid, const std::string& proc_root = "/proc");
 
+// The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
+std::string current_boot_id(const std::string& proc_root = "/proc");
+
 // Memory the calling process can still get: min(MemAvailable, headroom of
 // every memory cgroup above it, v1 or v2), plus per-node free memory.
 MemoryAvailability read_memory_availability(const Topology& topology, const std::string& proc_root = "/proc",

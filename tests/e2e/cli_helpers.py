@@ -132,3 +132,9 @@ def dry_run(mlos, *args, env=None, expect_rc=0):
     e = {"MLOS_TOPOLOGY": SYNTHETIC}
     e.update(env or {})
     return mlos.json("run", "--dry-run", "--json", *args, "--", "true", env=e, expect_rc=expect_rc)
+
+
+def run_json_error(r: subprocess.CompletedProcess) -> dict:
+    """The JSON error object of a real `mlos run --json` (stdout belongs to
+    CMD, so it is the last line of stderr)."""
+    return json.loads(r.stderr.strip().splitlines()[-1])

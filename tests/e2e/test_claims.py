@@ -40,7 +40,7 @@ def test_exclusive_claim_blocks_and_is_reclaimed(mlos):
             r = mlos.run("run", "--cpus", str(n), *extra, "--json", "--", "true")
             assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
             assert "CPUs claimed by other jobs" in r.stderr
-            assert json.loads(r.stdout)["error"]["code"] == error_codes()["MLOS_ERR_CPUS_BUSY"]
+            assert run_json_error(r)["error"]["code"] == error_codes()["MLOS_ERR_CPUS_BUSY"]
 
         # The rest is free.
         seen, _ = probe(mlos, "--cpus", str(n - 1), "--exclusive")

@@ -116,7 +116,7 @@ def test_run_on_described_machine_is_unsupported(mlos):
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
     assert "not supported" in r.stderr
     assert "--dry-run" in r.stderr
-    assert json.loads(r.stdout)["error"]["code"] == error_codes()["MLOS_ERR_UNSUPPORTED"]
+    assert run_json_error(r)["error"]["code"] == error_codes()["MLOS_ERR_UNSUPPORTED"]
     assert not marker.exists()
     assert not mlos.ledger.exists()
 

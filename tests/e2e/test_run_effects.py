@@ -96,3 +96,11 @@ def test_run_keeps_pid(mlos):
 def test_run_numa_0_and_mem(mlos):
     seen, _ = probe(mlos, "--cpus", "1", "--numa", "0", "--mem", "1M")
     assert seen["env"]["MLOS_NUMA_NODE"] == "0"
+
+
+def test_arguments_after_dashes_reach_cmd_verbatim(mlos):
+    args = ["[%s]", "[1,2]", "[]", "--", "-x", "a b"]
+    r = mlos.run("run", "--cpus", "1", "--", sys.executable, "-c", "import json,sys; print(json.dumps(sys.argv[1:]))",
+                 *args)
+    assert r.returncode == 0, mlos.describe(r)
+    assert json.loads(r.stdout) == args

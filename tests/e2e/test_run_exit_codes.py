@@ -89,13 +89,14 @@ def test_cpus_too_many(mlos):
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
     assert "not enough CPUs" in r.stderr
     assert f"may use {len(allowed_cpus())} " in r.stderr
-    j = json.loads(r.stdout)
+    j = run_json_error(r)
     assert j["schema_version"] == 1
     assert j["command"] == "run"
     assert sorted(j["error"]) == ["code", "message", "name"]
     assert j["error"]["code"] == error_codes()["MLOS_ERR_INSUFFICIENT_CPUS"]
     # The documented format: "mlos <command>: <error name>: <details>".
-    assert r.stderr == f"mlos run: {j['error']['name']}: {j['error']['message']}\n"
+    assert r.stderr.splitlines()[0] == f"mlos run: {j['error']['name']}: {j['error']['message']}"
+    assert r.stdout == ""
 
 
 def test_numa_node_does_not_exist(mlos):
@@ -105,7 +106,7 @@ def test_numa_node_does_not_exist(mlos):
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
     assert "invalid NUMA node" in r.stderr
     assert f"NUMA node {missing} does not exist" in r.stderr
-    assert json.loads(r.stdout)["error"]["code"] == error_codes()["MLOS_ERR_INVALID_NUMA_NODE"]
+    assert run_json_error(r)["error"]["code"] == error_codes()["MLOS_ERR_INVALID_NUMA_NODE"]
 
 
 @pytest.mark.parametrize("value", ["x", "-1", "1x", ""])
@@ -119,7 +120,7 @@ def test_mem_too_much(mlos):
     r = mlos.run("run", "--cpus", "1", "--mem", "1000T", "--json", "--", "true")
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
     assert "not enough memory" in r.stderr
-    assert json.loads(r.stdout)["error"]["code"] == error_codes()["MLOS_ERR_INSUFFICIENT_MEMORY"]
+    assert run_json_error(r)["error"]["code"] == error_codes()["MLOS_ERR_INSUFFICIENT_MEMORY"]
     assert ledger_claims(mlos) == []
 
 
@@ -128,7 +129,7 @@ def test_mem_bad_size(mlos, value):
     r = mlos.run("run", "--cpus", "1", "--mem", value, "--json", "--", "true")
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
     assert f'size "{value}"' in r.stderr
-    assert json.loads(r.stdout)["error"]["code"] == error_codes()["MLOS_ERR_INVALID_ARGUMENT"]
+    assert run_json_error(r)["error"]["code"] == error_codes()["MLOS_ERR_INVALID_ARGUMENT"]
 
 
 def test_no_subcommand_is_usage_error(mlos):

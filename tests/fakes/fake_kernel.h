@@ -27,6 +27,7 @@ class FakeKernel final : public mlos::os::Kernel {
   mlos::os::MemoryPolicy policy;
   int lowest_nice = -20;
   bool fail_set_nice = false;   // EPERM
+  bool fail_set_affinity = false;  // EINVAL (e.g. the cpuset shrank)
   bool fail_lock = false;       // RLIMIT_MEMLOCK
   pid_t self_tid = 1000;
   std::map<void*, size_t> mapped;
@@ -39,6 +40,7 @@ class FakeKernel final : public mlos::os::Kernel {
   mlos::Status set_affinity(pid_t tid, const mlos::CpuSet& cpus) override {
     if (!threads.count(tid)) return gone(tid);
     calls.push_back("set_affinity " + std::to_string(tid) + " " + cpus.to_list());
+    if (fail_set_affinity) return mlos::make_sys_error(EINVAL, "sched_setaffinity");
     threads[tid].affinity = cpus;
     return {};
   }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "integration/child_process.h"
 #include "integration/proc_observer.h"
@@ -42,12 +43,12 @@ std::function<int(ChildProcess&)> holder(int cpus, bool exclusive) {
   };
 }
 
-int online_cpus() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
+int usable_cpus() { return allowed_cpu_count(); }
 
 }  // namespace
 
 TEST(LedgerClaims, ExclusiveClaimsOfTwoProcessesNeverOverlap) {
-  if (online_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  if (usable_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
   ChildProcess a(holder(1, true), true);
   std::string ra = a.read_line();
   ChildProcess b(holder(1, true), true);
@@ -55,7 +56,7 @@ TEST(LedgerClaims, ExclusiveClaimsOfTwoProcessesNeverOverlap) {
   ASSERT_EQ(ra.substr(0, 3), "ok ") << ra;
   ASSERT_EQ(rb.substr(0, 3), "ok ") << rb;
   EXPECT_NE(ra, rb);
-  if (online_cpus() == 2) {
+  if (usable_cpus() == 2) {
     mlos_training_resources_t* res = nullptr;
     EXPECT_EQ(request(1, true, &res), MLOS_ERR_CPUS_BUSY);
     EXPECT_EQ(res, nullptr);
@@ -64,13 +65,13 @@ TEST(LedgerClaims, ExclusiveClaimsOfTwoProcessesNeverOverlap) {
 }
 
 TEST(LedgerClaims, SharedClaimsMayOverlap) {
-  if (online_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
-  ChildProcess a(holder(online_cpus(), false), true);
+  if (usable_cpus() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  ChildProcess a(holder(usable_cpus(), false), true);
   std::string ra = a.read_line();
   ASSERT_EQ(ra.substr(0, 3), "ok ") << ra;
   mlos_training_resources_t* res = nullptr;
   std::string mine;
-  ASSERT_EQ(request(online_cpus(), false, &res, &mine), MLOS_OK) << mlos_last_error_message();
+  ASSERT_EQ(request(usable_cpus(), false, &res, &mine), MLOS_OK) << mlos_last_error_message();
   EXPECT_EQ("ok " + mine, ra);  // the very same CPUs
   // ...but an exclusive request cannot take CPUs someone shares.
   mlos_training_resources_t* excl = nullptr;
@@ -79,7 +80,7 @@ TEST(LedgerClaims, SharedClaimsMayOverlap) {
 }
 
 TEST(LedgerClaims, Kill9ReclaimsTheClaim) {
-  const int n = online_cpus();
+  const int n = usable_cpus();
   ChildProcess a(holder(n, true), true);
   const std::string ra = a.read_line();
   ASSERT_EQ(ra.substr(0, 3), "ok ") << ra;
@@ -103,8 +104,31 @@ TEST(LedgerClaims, ReusedPidIsNotTheOwner) {
            "\"numa_node\":0,\"memory_bytes\":0,\"label\":\"ghost\",\"created_unix\":0}]}";
   }
   mlos_training_resources_t* res = nullptr;
-  ASSERT_EQ(request(online_cpus(), true, &res), MLOS_OK) << mlos_last_error_message();
+  ASSERT_EQ(request(usable_cpus(), true, &res), MLOS_OK) << mlos_last_error_message();
   EXPECT_EQ(read_text(ledger_path()).find("ghost"), std::string::npos);
+  EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
+}
+
+TEST(LedgerClaims, ClaimsFromBeforeARebootAreForgotten) {
+  // A live-looking claim (this process, its real start time) in a ledger
+  // written under another boot id: PID + start time repeat across boots.
+  std::string stat = read_text("/proc/self/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string start_time;
+  for (int field = 3; field <= 22; ++field) rest >> start_time;
+  {
+    std::ofstream out(ledger_path());
+    out << "{\"schema_version\":1,\"next_id\":100,\"boot_id\":\"00000000-old-boot\",\"claims\":[{\"id\":99,"
+           "\"pid\":"
+        << getpid() << ",\"start_time\":" << start_time
+        << ",\"uid\":0,\"cpus\":\"0-4095\",\"exclusive\":true,\"envelope\":false,"
+           "\"numa_node\":0,\"memory_bytes\":0,\"label\":\"before-reboot\",\"created_unix\":0}]}";
+  }
+  mlos_training_resources_t* res = nullptr;
+  ASSERT_EQ(request(usable_cpus(), true, &res), MLOS_OK) << mlos_last_error_message();
+  const std::string after = read_text(ledger_path());
+  EXPECT_EQ(after.find("before-reboot"), std::string::npos);
+  EXPECT_NE(after.find(read_text("/proc/sys/kernel/random/boot_id").substr(0, 36)), std::string::npos);
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
 }
 

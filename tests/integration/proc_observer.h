@@ -3,6 +3,7 @@
 // library.
 #pragma once
 
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,14 @@ constexpr bool kMlockIsObservable = true;
   if (!mlos_test::kMlockIsObservable) GTEST_SKIP() << "AddressSanitizer turns mlock into a no-op"
 
 inline pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// CPUs this process may use (taskset, cgroup cpuset), not CPUs online.
+inline int allowed_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);

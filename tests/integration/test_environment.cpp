@@ -16,7 +16,14 @@ struct PrivateRuntimeDir {
     std::error_code ignored;  // mkdtemp reports a missing directory below
     std::filesystem::create_directories(base, ignored);
     std::string tmpl = base + "/integration-XXXXXX";
-    if (mkdtemp(tmpl.data()) != nullptr) setenv("MLOS_RUNTIME_DIR", tmpl.c_str(), 1);
+    if (mkdtemp(tmpl.data()) == nullptr) return;
+    dir = tmpl;
+    setenv("MLOS_RUNTIME_DIR", dir.c_str(), 1);
   }
+  ~PrivateRuntimeDir() {
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+  }
+  std::string dir;
 } private_runtime_dir;
 }  // namespace

@@ -47,7 +47,7 @@ TEST(ThreadEffects, BindPinsOtherThreadToOneCpuAndReleaseRestores) {
 }
 
 TEST(ThreadEffects, CpuIndexAllGivesTheWholeAllocation) {
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
+  if (allowed_cpu_count() < 2) GTEST_SKIP() << "needs 2 allowed CPUs";
   WorkerThread w;
   mlos_training_resources_t* res = request(2);
   ASSERT_NE(res, nullptr);
@@ -153,4 +153,22 @@ TEST(ThreadEffects, SamePhaseSettingsCostNoOsUpdate) {
   EXPECT_EQ(p1.entries[MLOS_TRAINING_PHASE_OPTIMIZER], p0.entries[MLOS_TRAINING_PHASE_OPTIMIZER] + 1);
   EXPECT_EQ(p1.entries[MLOS_TRAINING_PHASE_FORWARD], p0.entries[MLOS_TRAINING_PHASE_FORWARD] + 1);
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
+}
+
+TEST(ThreadEffects, ThreadBoundByTwoHandlesIsRestoredWhateverTheReleaseOrder) {
+  for (bool first_released_first : {true, false}) {
+    WorkerThread w;
+    const std::string before = cpus_allowed_list(w.tid());
+    const int nice_before = task_nice(w.tid());
+    mlos_training_resources_t* a = request(1);
+    mlos_training_resources_t* b = request(1);
+    ASSERT_EQ(mlos_training_bind_thread(a, w.handle(), 0), MLOS_OK);
+    ASSERT_EQ(mlos_training_set_phase(a, MLOS_TRAINING_PHASE_IDLE), MLOS_OK);
+    ASSERT_EQ(mlos_training_bind_thread(b, w.handle(), 0), MLOS_OK);  // moves the thread to b
+    EXPECT_EQ(cpus_allowed_list(w.tid()), std::to_string(cpus_of(b)[0]));
+    EXPECT_EQ(mlos_training_release_resources(first_released_first ? a : b), MLOS_OK);
+    EXPECT_EQ(mlos_training_release_resources(first_released_first ? b : a), MLOS_OK);
+    EXPECT_EQ(cpus_allowed_list(w.tid()), before);
+    EXPECT_EQ(task_nice(w.tid()), nice_before);
+  }
 }

@@ -22,7 +22,7 @@ class JobTest : public ::testing::Test {
     auto grant = broker->acquire(r);
     EXPECT_TRUE(grant.ok());
     return std::make_unique<mlos::Job>(mlos::JobSpec{r.placement, priority, "t"}, *grant, broker, kernel,
-                                       [this] { return now_ns; });
+                                       [this] { return now_ns; }, threads);
   }
   size_t calls_matching(const std::string& prefix) const {
     size_t n = 0;
@@ -31,6 +31,7 @@ class JobTest : public ::testing::Test {
   }
 
   FakeKernel kernel;
+  mlos::ThreadRegistry threads;  // per test: fake tids must not leak between tests
   std::shared_ptr<FakeBroker> broker = std::make_shared<FakeBroker>(mlos::make_uniform_topology(2, 4, 2));
   uint64_t now_ns = 1000;
 };
@@ -198,6 +199,60 @@ TEST_F(JobTest, BindErrorsChangeNothing) {
   EXPECT_EQ(job->bind_thread(7, false, -5).error().code, MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(kernel.calls.empty());
   EXPECT_EQ(job->snapshot()->bound_threads, 0);
+}
+
+TEST_F(JobTest, ThreadBoundByTwoJobsIsRestoredWhateverTheReleaseOrder) {
+  for (bool first_released_first : {true, false}) {
+    kernel.threads[7] = {mlos::CpuSet::range(0, 15), 1, mlos::IoPriority{}};
+    auto a = make_job(1);
+    auto b = make_job(1);
+    ASSERT_TRUE(a->bind_thread(7, false, 0).ok());
+    ASSERT_TRUE(a->set_phase(MLOS_TRAINING_PHASE_IDLE).ok());
+    ASSERT_TRUE(b->bind_thread(7, false, 0).ok());  // moves the thread to b
+    ASSERT_TRUE(b->set_phase(MLOS_TRAINING_PHASE_BACKWARD).ok());
+    EXPECT_EQ(kernel.threads[7].nice, -4);  // b's phase on the original base 1
+    kernel.calls.clear();
+    ASSERT_TRUE(a->set_phase(MLOS_TRAINING_PHASE_CHECKPOINT).ok());
+    EXPECT_TRUE(kernel.calls.empty()) << "a no longer owns the thread";
+    ASSERT_TRUE((first_released_first ? a : b)->release().ok());
+    ASSERT_TRUE((first_released_first ? b : a)->release().ok());
+    EXPECT_EQ(kernel.threads[7].affinity, mlos::CpuSet::range(0, 15));
+    EXPECT_EQ(kernel.threads[7].nice, 1);
+    EXPECT_EQ(kernel.threads[7].io, mlos::IoPriority{});
+  }
+}
+
+TEST_F(JobTest, FailedBindRecordsNothing) {
+  kernel.threads[7] = {};
+  kernel.fail_set_affinity = true;
+  auto job = make_job(1);
+  EXPECT_EQ(job->bind_thread(7, false, 0).error().code, MLOS_ERR_SYSTEM);
+  EXPECT_EQ(job->snapshot()->bound_threads, 0);
+  EXPECT_FALSE(threads.baseline(7).has_value());
+  kernel.calls.clear();
+  ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_BACKWARD).ok());
+  EXPECT_TRUE(kernel.calls.empty());
+}
+
+TEST_F(JobTest, RefusedGradientLockIsNotRetriedUntilTheTargetChanges) {
+  kernel.fail_lock = true;
+  auto job = make_job(1);
+  alignas(4096) static char grads[4096];
+  ASSERT_TRUE(job->register_buffer(grads, sizeof grads, MLOS_BUFFER_GRADIENT).ok());
+  for (auto ph : {MLOS_TRAINING_PHASE_BACKWARD, MLOS_TRAINING_PHASE_OPTIMIZER, MLOS_TRAINING_PHASE_FORWARD,
+                  MLOS_TRAINING_PHASE_BACKWARD}) {
+    ASSERT_TRUE(job->set_phase(ph).ok());
+  }
+  EXPECT_EQ(calls_matching("lock"), 1u);
+}
+
+TEST_F(JobTest, BufferRegisteredAfterBackwardIsLockedAtOnce) {
+  auto job = make_job(1);
+  ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_BACKWARD).ok());
+  ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_FORWARD).ok());
+  alignas(4096) static char grads[2 * 4096];
+  ASSERT_TRUE(job->register_buffer(grads, sizeof grads, MLOS_BUFFER_GRADIENT).ok());
+  EXPECT_EQ(kernel.locked_bytes, sizeof grads);
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ nlohmann::json json_envelope(const std::string& command);
 
 // Reports `e` on stderr ("mlos <command>: <name>: <message>") and, with
 // json, as {"schema_version":1,"command":..,"error":{code,name,message}} on
-// stdout.
-void report_error(const std::string& command, const Error& e, bool json);
+// stdout (stderr when json_to_stderr).
+void report_error(const std::string& command, const Error& e, bool json, bool json_to_stderr = false);
 
 // "4096", "512K", "64M", "2G", "1T" (powers of 1024; optional "iB"/"B").
 Result<uint64_t> parse_size(const std::string& text);

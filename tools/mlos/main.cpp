@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "cli_output.h"
 #include "commands.h"
@@ -44,8 +46,24 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("-v,--verbose", run.verbose, "Print the placement on stderr before starting CMD");
   run_cmd->add_option("command", run.command, "CMD [ARGS...] (after --); not needed with --dry-run");
 
+  // Everything after the first "--" is CMD, passed on verbatim: CLI11 would
+  // otherwise read "[a,b]" as a list and strip or split it.
+  int own_argc = argc;
+  std::vector<std::string> after_dashes;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own_argc = i;
+      after_dashes.assign(argv + i + 1, argv + argc);
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(own_argc, argv);
+    if (own_argc != argc) {
+      if (!run_cmd->parsed()) throw CLI::ExtrasError(std::string("mlos"), after_dashes);
+      if (!run.command.empty()) throw CLI::ExtrasError(std::string("run"), run.command);
+      run.command = after_dashes;
+    }
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     if (rc == 0) return kExitOk;  // --help, --version

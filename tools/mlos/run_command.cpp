@@ -68,26 +68,31 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
 
 }  // namespace
 
+namespace {
+// CMD owns stdout, so a real run reports JSON errors on stderr; --dry-run
+// prints everything on stdout.
+void report(const RunOptions& o, const Error& e) { report_error("run", e, o.json, /*json_to_stderr=*/!o.dry_run); }
+}  // namespace
+
 int run_run(const RunOptions& o) {
   if (o.command.empty() && !o.dry_run) {
-    report_error("run", make_error(MLOS_ERR_INVALID_ARGUMENT, "no command given: mlos run --cpus N -- CMD [ARGS...]"),
-                 o.json);
+    report(o, make_error(MLOS_ERR_INVALID_ARGUMENT, "no command given: mlos run --cpus N -- CMD [ARGS...]"));
     return kExitRunFailed;
   }
   auto request = to_request(o);
   if (!request) {
-    report_error("run", request.error(), o.json);
+    report(o, request.error());
     return kExitRunFailed;
   }
   auto broker = LedgerClaimBroker::for_this_process();
   if (!broker) {
-    report_error("run", broker.error(), o.json);
+    report(o, broker.error());
     return kExitRunFailed;
   }
   if (o.dry_run) {
     auto plan = (*broker)->plan(*request);
     if (!plan) {
-      report_error("run", plan.error(), o.json);
+      report(o, plan.error());
       return kExitRunFailed;
     }
     auto j = json_envelope("run");
@@ -104,18 +109,17 @@ int run_run(const RunOptions& o) {
     return kExitOk;
   }
   if ((*broker)->topology().source != "this machine") {
-    report_error("run",
-                 make_error(MLOS_ERR_UNSUPPORTED, "MLOS_TOPOLOGY describes another machine (" +
+    report(o, make_error(MLOS_ERR_UNSUPPORTED, "MLOS_TOPOLOGY describes another machine (" +
                                                       (*broker)->topology().source +
-                                                      "); only --dry-run can plan on it"),
-                 o.json);
+                                                      "); only --dry-run can plan on it"));
     return kExitRunFailed;
   }
   auto grant = (*broker)->acquire(*request);
   if (!grant) {
-    report_error("run", grant.error(), o.json);
+    report(o, grant.error());
     return kExitRunFailed;
   }
+  if (!grant->ledger_note.empty()) std::cerr << "mlos run: warning: " << grant->ledger_note << "\n";
   const Placement& p = grant->placement;
   os::Kernel& kernel = os::linux_kernel();
   // The process is single-threaded here, so the main thread's affinity and
@@ -133,7 +137,7 @@ int run_run(const RunOptions& o) {
   }
   if (!s) {
     (void)(*broker)->release(grant->claim_id);
-    report_error("run", s.error(), o.json);
+    report(o, s.error());
     return kExitRunFailed;
   }
   const std::string threads = std::to_string(std::max(1, p.physical_cores));
@@ -160,7 +164,7 @@ int run_run(const RunOptions& o) {
   // Only reached if exec failed: the claim is ours to drop.
   const int err = errno;
   (void)(*broker)->release(grant->claim_id);
-  report_error("run", make_sys_error(err, "cannot execute \"" + o.command.front() + "\""), o.json);
+  report(o, make_sys_error(err, "cannot execute \"" + o.command.front() + "\""));
   return err == ENOENT ? kExitNotFound : kExitCannotExec;
 }
 
