@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                  # CLI argument parsing
   nlohmann-json3-dev            # JSON (ledger, --json)
   libgtest-dev libgmock-dev     # tests
+  libseccomp-dev                # tests: proving set_phase makes no system call
   libbenchmark-dev              # bench/
   util-linux                    # taskset, ionice (tests)
   python3 python3-pip

@@ -13,6 +13,7 @@
 #include "engine/job.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
+#include "os/process_self.h"
 #include "os/thread_id.h"
 
 using mlos::Error;
@@ -48,7 +49,7 @@ std::shared_ptr<mlos::Job> find_job(const mlos_training_resources_t* handle) {
     invalid_handle();
     return nullptr;
   }
-  if (job->creator_pid() != getpid()) {
+  if (job->creator_pid() != mlos::os::self_pid()) {
     record_error(make_error(MLOS_ERR_INVALID_HANDLE, "handle belongs to process " +
                                                          std::to_string(job->creator_pid()) +
                                                          "; a forked child must request its own resources"));
@@ -151,7 +152,7 @@ int mlos_training_release_resources(mlos_training_resources_t* resources) {
     auto job = mlos::HandleRegistry::instance().take(resources);
     if (!job) return invalid_handle();
     // A forked child's copy of its parent's handle is only forgotten.
-    if (job->creator_pid() != getpid()) return static_cast<int>(MLOS_OK);
+    if (job->creator_pid() != mlos::os::self_pid()) return static_cast<int>(MLOS_OK);
     return mlos::to_code(job->release());
   });
 }

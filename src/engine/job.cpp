@@ -1,5 +1,7 @@
 #include "engine/job.h"
 
+#include "os/process_self.h"
+
 #include <linux/mempolicy.h>
 #include <unistd.h>
 
@@ -41,7 +43,7 @@ std::atomic<uint64_t> g_next_job_id{1};
 Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel, Clock clock,
          ThreadRegistry& threads)
     : id_(g_next_job_id++),
-      creator_pid_(getpid()),
+      creator_pid_(os::self_pid()),
       spec_(std::move(spec)),
       grant_(std::move(grant)),
       broker_(std::move(broker)),
