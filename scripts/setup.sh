@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libhwloc-dev hwloc            # topology
+  libhwloc-dev hwloc libhwloc-plugins  # topology (plugins: PCI devices, i.e. GPUs)
   libcli11-dev                  # CLI argument parsing
   nlohmann-json3-dev            # JSON (ledger, --json)
   libgtest-dev libgmock-dev     # tests
