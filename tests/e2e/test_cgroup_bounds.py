@@ -1,10 +1,11 @@
-"""The CPUs a process's cgroup cpuset allows are the outer bound: checked
-with a real cgroup v1 cpuset (or a v2 cgroup with the cpuset controller)
-created by the test."""
+"""What a process's cgroups allow is the outer bound: CPUs of its cpuset and
+memory left under its memory limit, checked with real cgroups (v1 here, or
+v2 with the controller enabled) that the tests create and remove."""
 import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +24,15 @@ def cpuset_root():
     return None
 
 
+def remove_cgroup(cg: Path) -> None:
+    for _ in range(50):  # the last process may take a moment to leave
+        try:
+            cg.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def one_cpu_cgroup():
     found = cpuset_root()
@@ -39,12 +49,7 @@ def one_cpu_cgroup():
         (cg / mems_file).write_text((root / mems_file).read_text().strip() or "0")
         yield cg, allowed[-1]
     finally:
-        for _ in range(50):
-            try:
-                cg.rmdir()
-                break
-            except OSError:
-                subprocess.run(["sleep", "0.1"])
+        remove_cgroup(cg)
 
 
 def in_cgroup(cg, *argv):
@@ -67,3 +72,33 @@ def test_cgroup_cpuset_bounds_topo_and_run(mlos, one_cpu_cgroup):
                        env=mlos.env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, mlos.describe(r)
     assert json.loads(r.stdout)["cpus_allowed_list"] == str(cpu)
+
+
+@pytest.fixture
+def memory_cgroup_256m():
+    v1 = Path("/sys/fs/cgroup/memory")
+    v2 = Path("/sys/fs/cgroup")
+    if (v1 / "memory.limit_in_bytes").exists() and os.access(v1, os.W_OK):
+        root, limit_file = v1, "memory.limit_in_bytes"
+    elif (v2 / "cgroup.subtree_control").exists() and "memory" in (v2 / "cgroup.subtree_control").read_text().split():
+        root, limit_file = v2, "memory.max"
+    else:
+        pytest.skip("no writable memory cgroup controller here")
+    cg = root / f"mlos-test-{uuid.uuid4().hex[:8]}"
+    cg.mkdir()
+    try:
+        (cg / limit_file).write_text(str(256 << 20))
+        yield cg
+    finally:
+        remove_cgroup(cg)
+
+
+def test_memory_cgroup_limit_bounds_mem_requests(mlos, memory_cgroup_256m):
+    cg = memory_cgroup_256m
+    r = subprocess.run(in_cgroup(cg, mlos.binary, "run", "--cpus", "1", "--mem", "512M", "--", "true"),
+                       env=mlos.env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
+    assert "not enough memory" in r.stderr
+    r = subprocess.run(in_cgroup(cg, mlos.binary, "run", "--cpus", "1", "--mem", "64M", "--", "true"),
+                       env=mlos.env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, mlos.describe(r)
