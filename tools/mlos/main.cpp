@@ -29,14 +29,18 @@ int main(int argc, char** argv) {
   status_cmd->add_flag("--json", status.json, "Machine-readable output (schema_version 1)");
 
   RunOptions run;
-  auto* run_cmd = app.add_subcommand("run", "Run CMD inside an allocation: CPUs, memory policy, thread pools");
+  auto* run_cmd = app.add_subcommand(
+      "run", "Run CMD inside an allocation (CPUs, memory policy, thread pools); CMD is exec'd and keeps the PID");
   run_cmd->add_option("--cpus", run.cpus, "Number of CPUs (>= 1)")
       ->required()
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  run_cmd->add_option("--mem", run.mem, "Memory the job needs, e.g. 4G; fails if not available");
+  run_cmd->add_option("--mem", run.mem, "Memory the job needs, e.g. 4G; fails if not available")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty size") : std::string(); },
+                             "SIZE", "non-empty"));
   run_cmd->add_option("--numa", run.numa, "NUMA node: auto (best fit) or an index")->default_str("auto");
   run_cmd->add_flag("--exclusive", run.exclusive, "No other mlOS claim may share these CPUs");
-  run_cmd->add_flag("--strict-mem", run.strict_mem, "Bind memory to the node(s) (default: prefer them)");
+  run_cmd->add_flag("--strict-mem", run.strict_mem,
+                    "Bind memory to the node(s), whose free memory must then hold --mem (default: prefer them)");
   run_cmd->add_flag("--single-node", run.single_node, "Fail rather than span several NUMA nodes");
   run_cmd->add_flag("--no-thread-env", run.no_thread_env,
                     "Do not set OMP_NUM_THREADS, MKL_NUM_THREADS and the like");
