@@ -1,7 +1,7 @@
 #include <string>
 
 #include "api/last_error.h"
-#include "api/log_sink.h"
+#include "os/log_sink.h"
 #include "mlos/errors.h"
 #include "mlos/version.h"
 

@@ -1,5 +1,6 @@
 #include "engine/job.h"
 
+#include "os/log_sink.h"
 #include "os/process_self.h"
 
 #include <linux/mempolicy.h>
@@ -55,6 +56,12 @@ Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Ker
 }
 
 void Job::note(uint32_t effect, const std::string& reason) {
+  // Logged the first time an effect degrades, not on every phase change;
+  // the latest reason stays queryable.
+  if (!(degraded_ & effect)) {
+    log_message(MLOS_LOG_WARN,
+                "claim " + std::to_string(grant_.claim_id) + ": " + effect_name(effect) + ": " + reason);
+  }
   degraded_ |= effect;
   notes_[effect] = reason;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "engine/job.h"
+#include "mlos/log.h"
 #include "fakes/fake_broker.h"
 #include "fakes/fake_kernel.h"
 
@@ -253,6 +254,27 @@ TEST_F(JobTest, BufferRegisteredAfterBackwardIsLockedAtOnce) {
   alignas(4096) static char grads[2 * 4096];
   ASSERT_TRUE(job->register_buffer(grads, sizeof grads, MLOS_BUFFER_GRADIENT).ok());
   EXPECT_EQ(kernel.locked_bytes, sizeof grads);
+}
+
+TEST_F(JobTest, DegradedEffectsAreLoggedOnceAsWarnings) {
+  static std::vector<std::string> warnings;
+  warnings.clear();
+  mlos_set_log_handler(
+      [](mlos_log_level_t level, const char* message, void*) {
+        if (level == MLOS_LOG_WARN) warnings.emplace_back(message);
+      },
+      MLOS_LOG_WARN, nullptr);
+  kernel.threads[7] = {};
+  kernel.fail_set_nice = true;
+  auto job = make_job(1);
+  ASSERT_TRUE(job->bind_thread(7, false, 0).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_BACKWARD).ok());
+    ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_FORWARD).ok());
+  }
+  mlos_set_log_handler(nullptr, MLOS_LOG_WARN, nullptr);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cpu_priority: setpriority"), std::string::npos) << warnings[0];
 }
 
 }  // namespace

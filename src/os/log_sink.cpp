@@ -1,4 +1,4 @@
-#include "api/log_sink.h"
+#include "os/log_sink.h"
 
 #include <cstdio>
 #include <cstdlib>
