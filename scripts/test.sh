@@ -13,7 +13,7 @@ rm -rf build/test-runtime
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).
-  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_c_api_test
+  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
     fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay" \
     bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   rm -rf build-asan/test-runtime
@@ -21,5 +21,5 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU
   # discovery on real hardware, which this run does not exercise.
   (cd build-asan && HWLOC_COMPONENTS=-pci UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|c_api|fuzz)\.')
+     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz)\.')
 fi

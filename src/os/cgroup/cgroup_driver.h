@@ -1,0 +1,82 @@
+// One cgroup per job, through whichever hierarchy the machine has: v1
+// (controllers mounted separately) or v2 (unified). The daemon decides the
+// limits; a driver turns them into cgroupfs writes.
+//
+// Jobs live under a base cgroup ("mlos" by default) that the driver creates
+// on first use. Job names are validated ([A-Za-z0-9_.-], 1..64 chars, not
+// "." or "..") so they cannot escape the base.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cpu_set.h"
+#include "core/status.h"
+#include "os/cgroup/cgroup_fs.h"
+
+namespace mlos::os {
+
+struct CgroupLimits {
+  CpuSet cpus;              // cpuset.cpus (required, non-empty)
+  CpuSet mems;              // cpuset.mems (required, non-empty)
+  uint32_t cpu_weight = 100;  // v2 cpu.weight scale, 1..10000 (v1: shares = weight * 1024 / 100)
+  std::optional<uint64_t> memory_max;   // hard limit
+  std::optional<uint64_t> memory_high;  // throttling point (v1: soft limit)
+  std::optional<uint64_t> memory_low;   // protection (v2 only)
+};
+
+struct CgroupUsage {
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> cpu_usage_ns;
+};
+
+class CgroupDriver {
+ public:
+  virtual ~CgroupDriver() = default;
+  virtual std::string version() const = 0;  // "v1" or "v2"
+  // Creates the job's cgroup (and the base, with controllers enabled as the
+  // hierarchy requires). Idempotent.
+  virtual Status create(const std::string& job) = 0;
+  // Writes every limit; a limit the hierarchy cannot express is reported in
+  // `unsupported` (one line each) rather than failing the whole call.
+  virtual Status apply(const std::string& job, const CgroupLimits& limits, std::vector<std::string>* unsupported) = 0;
+  // Moves process `pid` (all its threads) into the job's cgroup.
+  virtual Status attach(const std::string& job, pid_t pid) = 0;
+  virtual Result<std::vector<pid_t>> processes(const std::string& job) const = 0;
+  virtual Result<CgroupUsage> usage(const std::string& job) const = 0;
+  // Removes the job's cgroup; fails (EBUSY) while processes remain in it.
+  virtual Status remove(const std::string& job) = 0;
+  // Names of the job cgroups under the base (to reconcile after a restart).
+  virtual Result<std::vector<std::string>> jobs() const = 0;
+};
+
+// INVALID_ARGUMENT unless `job` is a safe cgroup name (see above).
+Status validate_job_name(const std::string& job);
+
+// v1: one CgroupFs per controller (cpuset, cpu, memory; cpuacct optional).
+struct CgroupV1Mounts {
+  std::shared_ptr<CgroupFs> cpuset, cpu, memory, cpuacct;  // cpuacct may be null
+};
+std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(CgroupV1Mounts mounts, std::string base = "mlos");
+// v2: the unified hierarchy's root (or the delegated subtree mlosd owns).
+std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(std::shared_ptr<CgroupFs> root, std::string base = "mlos");
+
+// Where the hierarchies are, from /proc/self/mountinfo text.
+struct CgroupMounts {
+  std::string unified;                 // cgroup2 mount point, "" if none
+  std::string cpuset, cpu, memory, cpuacct;  // v1 mount points, "" if absent
+};
+CgroupMounts parse_cgroup_mounts(const std::string& mountinfo);
+
+// The driver for this machine: v2 when the unified hierarchy has the cpuset,
+// cpu and memory controllers, else v1 when all three are mounted, else
+// UNSUPPORTED saying what is missing.
+Result<std::unique_ptr<CgroupDriver>> detect_cgroup_driver(const std::string& mountinfo_path = "/proc/self/mountinfo",
+                                                           std::string base = "mlos");
+
+}  // namespace mlos::os
