@@ -8,6 +8,7 @@ packages=(
   libhwloc-dev hwloc libhwloc-plugins  # topology (plugins: PCI devices, i.e. GPUs)
   libcli11-dev                  # CLI argument parsing
   nlohmann-json3-dev            # JSON (ledger, --json)
+  zlib1g-dev                    # CRC-32 of state files
   libgtest-dev libgmock-dev     # tests
   libseccomp-dev                # tests: proving set_phase makes no system call
   libbenchmark-dev              # bench/

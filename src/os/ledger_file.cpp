@@ -8,84 +8,18 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "os/durable_file.h"
 #include "os/process_info.h"
+#include "os/unique_fd.h"
 
 namespace mlos::os {
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-Result<std::string> read_all(const std::string& path) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) return std::string();
-    return make_sys_error(errno, "cannot read " + path);
-  }
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return make_sys_error(errno, "cannot read " + path);
-    if (n == 0) return out;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
-
-Status write_atomically(const std::string& dir, const std::string& path, const std::string& data) {
-  // The directory is trusted (ensure_dir) and the caller holds the ledger
-  // lock, so a leftover temp file can only be a crashed writer's: remove it.
-  // O_EXCL|O_NOFOLLOW still refuses to write through anything planted.
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (raw < 0 && errno == EEXIST && unlink(tmp.c_str()) == 0) {
-    raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  Fd fd(raw);
-  if (fd.get() < 0) return make_sys_error(errno, "cannot create " + tmp);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      unlink(tmp.c_str());
-      return make_sys_error(err, "cannot write " + tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd.get()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return make_sys_error(err, "fsync of " + tmp);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return make_sys_error(err, "cannot rename " + tmp + " to " + path);
-  }
-  Fd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() >= 0) fsync(dfd.get());
-  return Status::Ok();
-}
-
 Result<ClaimLedger> parse_file(const std::string& path) {
-  auto text = read_all(path);
+  auto text = read_whole_file(path);
   if (!text) return text.error();
-  auto ledger = ClaimLedger::parse(*text);
+  auto ledger = ClaimLedger::parse(text->value_or(""));
   if (!ledger) {
     return make_error(MLOS_ERR_STATE_CORRUPT, path + ": " + ledger.error().message +
                                                   ". Nothing was changed. To recover, move the file aside "
@@ -144,7 +78,7 @@ Status LedgerFile::check_trusted() const {
 Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& update) {
   if (Status s = ensure_dir(); !s) return s;
   std::string lock_path = dir_ + "/claims.lock";
-  Fd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (lock.get() < 0) return make_sys_error(errno, "cannot open " + lock_path);
   while (flock(lock.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return make_sys_error(errno, "cannot lock " + lock_path);
@@ -157,10 +91,10 @@ Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& updat
   ledger->boot_id = current_boot_id();
   auto changed = update(*ledger);
   if (!changed) {
-    if (pruned) (void)write_atomically(dir_, path(), ledger->serialize());
+    if (pruned) (void)replace_file_durably(dir_, path(), ledger->serialize());
     return changed.error();
   }
-  if (*changed || pruned) return write_atomically(dir_, path(), ledger->serialize());
+  if (*changed || pruned) return replace_file_durably(dir_, path(), ledger->serialize());
   return Status::Ok();
 }
 
