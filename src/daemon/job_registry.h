@@ -1,0 +1,60 @@
+// mlosd's record of the jobs it manages, and how it is reconciled with
+// reality after a (re)start. Pure logic: persistence goes through
+// os::CheckedJsonFile, liveness and cgroup listings are passed in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/claim_ledger.h"
+#include "core/cpu_set.h"
+#include "core/status.h"
+
+namespace mlos::daemon {
+
+struct JobRecord {
+  uint64_t id = 0;
+  ProcessId owner;
+  uint32_t uid = 0;
+  CpuSet cpus;
+  CpuSet mems;
+  bool exclusive = false;
+  uint64_t memory_bytes = 0;
+  int priority = 0;
+  std::string label;
+  int64_t created_unix = 0;
+
+  // The job's cgroup name under the daemon's base: "job-<id>".
+  std::string cgroup() const { return "job-" + std::to_string(id); }
+};
+
+struct JobRegistry {
+  static constexpr int kSchemaVersion = 1;  // of the payload, see CheckedJsonFile
+  uint64_t next_id = 1;
+  std::vector<JobRecord> jobs;
+
+  nlohmann::json to_json() const;
+  // STATE_CORRUPT naming the first bad field; nothing is half-parsed.
+  static Result<JobRegistry> from_json(const nlohmann::json& payload);
+};
+
+// What a starting daemon must do so that the registry matches reality.
+struct ReconcilePlan {
+  std::vector<JobRecord> adopt;             // owner alive: keep, CPUs unchanged
+  std::vector<JobRecord> prune;             // owner gone: forget, remove its cgroup
+  std::vector<std::string> stray_cgroups;   // under the base but in no record
+};
+
+// `is_alive` checks an owner (PID + start time); `cgroups` lists the job
+// cgroups present under the base. A record whose owner lives is adopted
+// even if its cgroup is missing (the daemon recreates it); stray cgroups are
+// reported, not assumed empty: the caller removes only those without
+// processes and reports the others.
+ReconcilePlan reconcile(const JobRegistry& registry, const std::function<bool(const ProcessId&)>& is_alive,
+                        const std::vector<std::string>& cgroups);
+
+}  // namespace mlos::daemon
