@@ -1,0 +1,146 @@
+#include "daemon/job_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "core/phase_policy.h"
+
+namespace mlos::daemon {
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+
+// A counter fed with totals: remembers the last total and adds the rise.
+struct TotalCounter {
+  prometheus::Counter* counter = nullptr;
+  double last = 0;
+};
+
+}  // namespace
+
+struct JobMetrics::JobSeries {
+  std::string label;
+  std::array<prometheus::Gauge*, MLOS_TRAINING_PHASE_COUNT> phase{};
+  std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> seconds{};
+  std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> entries{};
+  TotalCounter cpu;
+  prometheus::Gauge* memory = nullptr;
+  prometheus::Gauge* memory_limit = nullptr;
+};
+
+JobMetrics::JobMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      phase_(BuildGauge().Name("mlos_job_phase").Help("1 for the phase the job is in, 0 for the others").Register(*registry_)),
+      phase_seconds_(BuildCounter()
+                         .Name("mlos_job_phase_seconds_total")
+                         .Help("Seconds the job has spent in each training phase")
+                         .Register(*registry_)),
+      transitions_(BuildCounter()
+                       .Name("mlos_job_phase_transitions_total")
+                       .Help("Times the job entered each training phase")
+                       .Register(*registry_)),
+      cpu_seconds_(BuildCounter()
+                       .Name("mlos_job_cpu_seconds_total")
+                       .Help("CPU time used by the job's cgroup")
+                       .Register(*registry_)),
+      memory_(BuildGauge().Name("mlos_job_memory_bytes").Help("Memory charged to the job's cgroup").Register(*registry_)),
+      memory_limit_(BuildGauge()
+                        .Name("mlos_job_memory_limit_bytes")
+                        .Help("Hard memory limit of the job's cgroup")
+                        .Register(*registry_)) {
+  BuildGauge()
+      .Name("mlos_build_info")
+      .Help("Version of the mlOS daemon; always 1")
+      .Register(*registry_)
+      .Add({{"version", MLOS_VERSION_STRING}})
+      .Set(1);
+}
+
+JobMetrics::~JobMetrics() = default;
+
+namespace {
+void advance(TotalCounter& c, double total) {
+  if (total > c.last) c.counter->Increment(total - c.last);
+  c.last = total;
+}
+}  // namespace
+
+void JobMetrics::update(const std::vector<JobSample>& samples) {
+  std::map<std::string, const JobSample*> wanted;
+  for (const auto& s : samples) wanted[s.job] = &s;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    auto w = wanted.find(it->first);
+    // A job gone, or one whose totals went backwards (a new job reusing the
+    // name), loses its series; the latter gets fresh ones below.
+    bool restart = false;
+    if (w != wanted.end()) {
+      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+        restart |= w->second->phase_seconds[p] < it->second->seconds[p].last;
+      }
+      restart |= w->second->label != it->second->label;
+    }
+    if (w == wanted.end() || restart) {
+      const std::string job = it->first;
+      ++it;
+      drop(job);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& s : samples) {
+    auto& series = jobs_[s.job];
+    if (!series) {
+      series = std::make_unique<JobSeries>();
+      series->label = s.label;
+      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+        const std::string name = PhasePolicy::name(p);
+        series->phase[p] = &phase_.Add({{"job", s.job}, {"label", s.label}, {"phase", name}});
+        series->seconds[p].counter = &phase_seconds_.Add({{"job", s.job}, {"phase", name}});
+        series->entries[p].counter = &transitions_.Add({{"job", s.job}, {"phase", name}});
+      }
+    }
+    for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+      series->phase[p]->Set(p == s.phase ? 1 : 0);
+      advance(series->seconds[p], s.phase_seconds[p]);
+      advance(series->entries[p], static_cast<double>(s.phase_entries[p]));
+    }
+    if (s.cpu_seconds) {
+      if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add({{"job", s.job}});
+      advance(series->cpu, *s.cpu_seconds);
+    }
+    if (s.memory_bytes) {
+      if (!series->memory) series->memory = &memory_.Add({{"job", s.job}});
+      series->memory->Set(static_cast<double>(*s.memory_bytes));
+    }
+    if (s.memory_limit_bytes) {
+      if (!series->memory_limit) series->memory_limit = &memory_limit_.Add({{"job", s.job}});
+      series->memory_limit->Set(static_cast<double>(*s.memory_limit_bytes));
+    }
+  }
+}
+
+void JobMetrics::drop(const std::string& job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  JobSeries& s = *it->second;
+  for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+    phase_.Remove(s.phase[p]);
+    phase_seconds_.Remove(s.seconds[p].counter);
+    transitions_.Remove(s.entries[p].counter);
+  }
+  if (s.cpu.counter) cpu_seconds_.Remove(s.cpu.counter);
+  if (s.memory) memory_.Remove(s.memory);
+  if (s.memory_limit) memory_limit_.Remove(s.memory_limit);
+  jobs_.erase(it);
+}
+
+std::string JobMetrics::text() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace mlos::daemon

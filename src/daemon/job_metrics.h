@@ -1,0 +1,70 @@
+// Prometheus metrics of the jobs mlosd manages, kept in a prometheus-cpp
+// registry and rendered in the text exposition format (the HTTP endpoint
+// comes with the daemon). Names follow Prometheus conventions: the mlos_
+// prefix, base units (seconds, bytes), _total for counters.
+//
+//   mlos_build_info{version}                       1
+//   mlos_job_phase{job,label,phase}                1 for the current phase, else 0
+//   mlos_job_phase_seconds_total{job,phase}        time spent per phase
+//   mlos_job_phase_transitions_total{job,phase}    entries into each phase
+//   mlos_job_cpu_seconds_total{job}                CPU time of the job's cgroup
+//   mlos_job_memory_bytes{job}                     memory charged to it
+//   mlos_job_memory_limit_bytes{job}               its hard limit
+//
+// Not thread-safe: one thread (the daemon's sampler) calls update().
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include "mlos/training.h"
+
+namespace mlos::daemon {
+
+struct JobSample {
+  std::string job;    // cgroup name, e.g. "job-7"
+  std::string label;  // what the user called it
+  mlos_training_phase_t phase = MLOS_TRAINING_PHASE_IDLE;
+  std::array<double, MLOS_TRAINING_PHASE_COUNT> phase_seconds{};  // totals so far
+  std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> phase_entries{};
+  std::optional<double> cpu_seconds;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> memory_limit_bytes;
+};
+
+class JobMetrics {
+ public:
+  JobMetrics();
+  ~JobMetrics();  // defined where JobSeries is complete
+
+  // Brings every series to `samples`: totals become counter increments
+  // (a total that went down starts a fresh series), and series of jobs not
+  // in `samples` are removed.
+  void update(const std::vector<JobSample>& samples);
+  std::string text() const;
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+ private:
+  struct JobSeries;
+  void drop(const std::string& job);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>& phase_;
+  prometheus::Family<prometheus::Counter>& phase_seconds_;
+  prometheus::Family<prometheus::Counter>& transitions_;
+  prometheus::Family<prometheus::Counter>& cpu_seconds_;
+  prometheus::Family<prometheus::Gauge>& memory_;
+  prometheus::Family<prometheus::Gauge>& memory_limit_;
+  std::map<std::string, std::unique_ptr<JobSeries>> jobs_;
+};
+
+}  // namespace mlos::daemon
