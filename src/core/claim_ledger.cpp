@@ -3,25 +3,19 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
+
 namespace mlos {
 
 using nlohmann::json;
 
 namespace {
 
-// nlohmann's get<uint64_t>() silently wraps negative numbers (-1 becomes
-// 2^64-1), so unsigned fields are checked to be non-negative integers.
-uint64_t get_u64(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_unsigned()) throw std::invalid_argument(std::string(key) + " is not a non-negative integer");
-  return v.get<uint64_t>();
-}
-
 Claim claim_from_json(const json& j) {
   Claim c;
-  c.id = get_u64(j, "id");
+  c.id = non_negative_field(j, "id");
   c.owner.pid = j.at("pid").get<int>();
-  c.owner.start_time = get_u64(j, "start_time");
+  c.owner.start_time = non_negative_field(j, "start_time");
   c.uid = j.at("uid").get<uint32_t>();
   auto cpus = CpuSet::parse_list(j.at("cpus").get<std::string>());
   if (!cpus) throw std::invalid_argument(cpus.error().message);
@@ -55,7 +49,7 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
       return make_error(MLOS_ERR_STATE_CORRUPT, "ledger schema_version " + std::to_string(version) +
                                                     " is not the supported " + std::to_string(kSchemaVersion));
     }
-    ledger.next_id = get_u64(j, "next_id");
+    ledger.next_id = non_negative_field(j, "next_id");
     ledger.boot_id = j.value("boot_id", std::string());
     for (const auto& cj : j.at("claims")) {
       Claim c = claim_from_json(cj);

@@ -1,5 +1,7 @@
 #include "daemon/frame_codec.h"
 
+#include "core/json_fields.h"
+
 namespace mlos::daemon {
 
 namespace {
@@ -82,9 +84,7 @@ Result<Request> parse_request(const Frame& frame) {
   if (op == frame.payload.end() || !op->is_string() || op->get_ref<const std::string&>().empty()) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "request has no \"op\" string");
   }
-  // Parsed text gives unsigned numbers; payloads built in C++ may hold
-  // non-negative signed ones: accept both.
-  if (id == frame.payload.end() || !id->is_number_integer() || (!id->is_number_unsigned() && id->get<int64_t>() < 0)) {
+  if (id == frame.payload.end() || !is_non_negative_integer(*id)) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "request has no unsigned integer \"id\"");
   }
   return Request{op->get<std::string>(), id->get<uint64_t>(), frame.payload};

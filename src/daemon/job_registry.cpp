@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "core/json_fields.h"
+
 namespace mlos::daemon {
 
 namespace {
 
 using nlohmann::json;
-
-// Text parses non-negative integers as unsigned; documents built in C++
-// may hold them as signed: accept both, never a negative or a fraction.
-uint64_t unsigned_field(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
-    throw std::invalid_argument(std::string(key) + " is not a non-negative integer");
-  }
-  return v.get<uint64_t>();
-}
 
 CpuSet list_field(const json& j, const char* key) {
   auto set = CpuSet::parse_list(j.at(key).get<std::string>());
@@ -52,18 +44,18 @@ Result<JobRegistry> JobRegistry::from_json(const json& payload) {
       throw std::invalid_argument("schema_version " + payload.at("schema_version").dump() + " is not " +
                                   std::to_string(kSchemaVersion));
     }
-    r.next_id = unsigned_field(payload, "next_id");
+    r.next_id = non_negative_field(payload, "next_id");
     std::set<uint64_t> ids;
     for (const json& j : payload.at("jobs")) {
       JobRecord rec;
-      rec.id = unsigned_field(j, "id");
+      rec.id = non_negative_field(j, "id");
       rec.owner.pid = j.at("pid").get<int>();
-      rec.owner.start_time = unsigned_field(j, "start_time");
-      rec.uid = static_cast<uint32_t>(unsigned_field(j, "uid"));
+      rec.owner.start_time = non_negative_field(j, "start_time");
+      rec.uid = static_cast<uint32_t>(non_negative_field(j, "uid"));
       rec.cpus = list_field(j, "cpus");
       rec.mems = list_field(j, "mems");
       rec.exclusive = j.at("exclusive").get<bool>();
-      rec.memory_bytes = unsigned_field(j, "memory_bytes");
+      rec.memory_bytes = non_negative_field(j, "memory_bytes");
       rec.priority = j.at("priority").get<int>();
       rec.label = j.at("label").get<std::string>();
       rec.created_unix = j.at("created_unix").get<int64_t>();

@@ -3,7 +3,6 @@
 #include "os/log_sink.h"
 #include "os/process_self.h"
 
-#include <linux/mempolicy.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,11 +118,7 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
 
   if (is_calling_thread) {
     auto current = kernel_.memory_policy();
-    os::MemoryPolicy p;
-    p.mode = grant_.placement.memory_policy == MLOS_MEMPOLICY_BIND        ? MPOL_BIND
-             : grant_.placement.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE
-                                                                           : MPOL_PREFERRED;
-    for (int n : grant_.placement.nodes) p.nodes.set(n);
+    const os::MemoryPolicy p = os::memory_policy_for(grant_.placement.memory_policy, grant_.placement.nodes);
     Status s = current ? Status::Ok() : Status(current.error());
     if (s && !(*current == p)) {
       threads_registry_.record_memory_policy(tid, *current);

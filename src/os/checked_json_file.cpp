@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include "core/json_fields.h"
 #include "os/durable_file.h"
 
 namespace mlos::os {
@@ -44,7 +45,7 @@ Result<std::optional<nlohmann::json>> CheckedJsonFile::load() const {
   }
   const auto crc = doc.find("crc32");
   const auto payload = doc.find("payload");
-  if (crc == doc.end() || !crc->is_number_unsigned() || payload == doc.end()) {
+  if (crc == doc.end() || !is_non_negative_integer(*crc) || payload == doc.end()) {
     return corrupt("lacks its crc32 or payload");
   }
   const uint32_t actual = crc_of(payload->dump());

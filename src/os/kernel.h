@@ -10,10 +10,12 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "core/cpu_set.h"
 #include "core/phase_policy.h"
 #include "core/status.h"
+#include "mlos/training.h"
 
 namespace mlos::os {
 
@@ -24,6 +26,9 @@ struct MemoryPolicy {
   CpuSet nodes;
   bool operator==(const MemoryPolicy&) const = default;
 };
+
+// The set_mempolicy(2) form of a placement's memory policy over `nodes`.
+MemoryPolicy memory_policy_for(mlos_memory_policy_t policy, const std::vector<int>& nodes);
 
 class Kernel {
  public:

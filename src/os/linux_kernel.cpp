@@ -185,6 +185,13 @@ class LinuxKernel final : public Kernel {
 
 }  // namespace
 
+MemoryPolicy memory_policy_for(mlos_memory_policy_t policy, const std::vector<int>& nodes) {
+  MemoryPolicy p;
+  p.mode = policy == MLOS_MEMPOLICY_BIND ? MPOL_BIND : policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE : MPOL_PREFERRED;
+  for (int n : nodes) p.nodes.set(n);
+  return p;
+}
+
 Kernel& linux_kernel() {
   static LinuxKernel k;
   return k;

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
-#include <linux/mempolicy.h>
 
 #include "cli_output.h"
 #include "commands.h"
@@ -126,11 +125,7 @@ int run_run(const RunOptions& o) {
   // memory policy are the process's, inherited by CMD and its children.
   Status s = kernel.set_affinity(getpid(), p.cpu_set);
   if (s) {
-    os::MemoryPolicy mp;
-    mp.mode = p.memory_policy == MLOS_MEMPOLICY_BIND         ? MPOL_BIND
-              : p.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? MPOL_INTERLEAVE
-                                                             : MPOL_PREFERRED;
-    for (int n : p.nodes) mp.nodes.set(n);
+    const os::MemoryPolicy mp = os::memory_policy_for(p.memory_policy, p.nodes);
     if (Status m = kernel.set_memory_policy(mp); !m) {
       std::cerr << "mlos run: warning: memory policy not set: " << m.error().describe() << "\n";
     }
