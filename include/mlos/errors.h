@@ -57,7 +57,10 @@ typedef enum mlos_error {
   /* The thread is not (or no longer) a thread of this process. */
   MLOS_ERR_NO_SUCH_THREAD = -16,
   /* A wait ran past its deadline. */
-  MLOS_ERR_TIMEOUT = -17
+  MLOS_ERR_TIMEOUT = -17,
+  /* mlosd did not answer (MLOS_MODE=daemon with no daemon, or the
+   * connection broke). Retrying later may succeed. */
+  MLOS_ERR_DAEMON_UNAVAILABLE = -18
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

@@ -1,37 +1,65 @@
 #include "api/engine_select.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "daemon/daemon_client.h"
+#include "engine/daemon_claim_broker.h"
 #include "engine/ledger_claim_broker.h"
 
 namespace mlos {
 
+namespace {
+
+// Each engine is created once per process and kept: a broker holds the
+// process's topology, envelope and (daemon) connection.
+template <class Broker>
+Result<std::shared_ptr<ClaimBroker>> once(std::optional<Result<std::shared_ptr<ClaimBroker>>>& slot, bool keep_errors) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  if (!slot || (!keep_errors && !slot->ok())) {
+    auto b = Broker::for_this_process();
+    if (b) {
+      slot.emplace(std::shared_ptr<ClaimBroker>(*b));
+    } else {
+      slot.emplace(b.error());
+    }
+  }
+  return *slot;
+}
+
+Result<std::shared_ptr<ClaimBroker>> embedded() {
+  static std::optional<Result<std::shared_ptr<ClaimBroker>>> slot;
+  return once<LedgerClaimBroker>(slot, true);
+}
+
+// An unreachable daemon is not cached: it may start later.
+Result<std::shared_ptr<ClaimBroker>> daemon_engine() {
+  static std::optional<Result<std::shared_ptr<ClaimBroker>>> slot;
+  return once<DaemonClaimBroker>(slot, false);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<ClaimBroker>> select_broker() {
   const char* mode = std::getenv("MLOS_MODE");
-  if (mode != nullptr && *mode && strcmp(mode, "auto") != 0 && strcmp(mode, "embedded") != 0) {
-    if (strcmp(mode, "daemon") == 0) {
-      return make_error(MLOS_ERR_UNSUPPORTED,
-                        "MLOS_MODE=daemon: this libmlos has no daemon engine yet (mlosd is not part of this "
-                        "version); use MLOS_MODE=embedded or auto");
-    }
+  const bool is_auto = mode == nullptr || !*mode || strcmp(mode, "auto") == 0;
+  if (!is_auto && strcmp(mode, "embedded") != 0 && strcmp(mode, "daemon") != 0) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT,
                       std::string("MLOS_MODE=") + mode + " is not one of auto, embedded, daemon");
   }
-  static std::mutex mu;
-  static std::optional<Result<std::shared_ptr<ClaimBroker>>> embedded;
-  std::lock_guard lock(mu);
-  if (!embedded) {
-    auto b = LedgerClaimBroker::for_this_process();
-    if (b) {
-      embedded.emplace(std::shared_ptr<ClaimBroker>(*b));
-    } else {
-      embedded.emplace(b.error());
-    }
+  if (!is_auto && strcmp(mode, "embedded") == 0) return embedded();
+  if (!is_auto) return daemon_engine();
+  // auto: no socket file means no daemon, without trying to connect.
+  struct stat st{};
+  if (stat(daemon::default_socket_path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    if (auto d = daemon_engine()) return d;
   }
-  return *embedded;
+  return embedded();
 }
 
 }  // namespace mlos

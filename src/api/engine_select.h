@@ -8,8 +8,12 @@
 
 namespace mlos {
 
-// auto/unset/embedded: the process's LedgerClaimBroker (created once).
-// daemon: UNSUPPORTED until mlosd exists. Anything else: INVALID_ARGUMENT.
+// embedded: the process's LedgerClaimBroker (created once).
+// daemon: mlosd at $MLOS_DAEMON_SOCKET (default /run/mlos/mlosd.sock);
+//   DAEMON_UNAVAILABLE if it does not answer.
+// auto or unset: the daemon when it answers at the moment of the request,
+//   else embedded.
+// Anything else: INVALID_ARGUMENT.
 Result<std::shared_ptr<ClaimBroker>> select_broker();
 
 }  // namespace mlos

@@ -44,6 +44,7 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_NO_MEMORY: return "out of memory";
     case MLOS_ERR_NO_SUCH_THREAD: return "no such thread";
     case MLOS_ERR_TIMEOUT: return "timed out";
+    case MLOS_ERR_DAEMON_UNAVAILABLE: return "mlosd unavailable";
     default: return "unknown error";
   }
 }

@@ -119,6 +119,7 @@ int mlos_training_request_resources_ex(const mlos_training_resource_request_t* r
     cr.placement.memory_bytes = request->memory_bytes;
     cr.placement.numa_preference = request->numa_node_preference;
     cr.placement.exclusive = request->exclusive_cpus;
+    cr.priority = request->priority;
     if (options != nullptr) {
       if (options->struct_size < kOptionsV1Size) {
         return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "options struct_size too small"));

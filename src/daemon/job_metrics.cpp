@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <set>
 #include <sstream>
 
 #include "core/phase_policy.h"
@@ -50,7 +51,20 @@ JobMetrics::JobMetrics()
       memory_limit_(BuildGauge()
                         .Name("mlos_job_memory_limit_bytes")
                         .Help("Hard memory limit of the job's cgroup")
-                        .Register(*registry_)) {
+                        .Register(*registry_)),
+      requests_(BuildCounter()
+                    .Name("mlos_daemon_requests_total")
+                    .Help("Control-socket requests handled, by op (malformed: frames that closed the connection)")
+                    .Register(*registry_)),
+      clients_(BuildGauge()
+                   .Name("mlos_daemon_clients")
+                   .Help("Connected control-socket clients")
+                   .Register(*registry_)
+                   .Add({})),
+      stall_(BuildCounter()
+                 .Name("mlos_node_memory_stall_seconds_total")
+                 .Help("Time tasks stalled on memory on this node (PSI /proc/pressure/memory; kind some or full)")
+                 .Register(*registry_)) {
   BuildGauge()
       .Name("mlos_build_info")
       .Help("Version of the mlOS daemon; always 1")
@@ -60,6 +74,28 @@ JobMetrics::JobMetrics()
 }
 
 JobMetrics::~JobMetrics() = default;
+
+void JobMetrics::count_request(const std::string& op) {
+  // Bounded label values: unknown ops are counted together.
+  static const std::set<std::string> known{"hello", "status", "metrics", "request", "release",
+                                           "phase", "attach", "malformed"};
+  const std::string key = known.count(op) ? op : "unknown";
+  auto it = request_series_.find(key);
+  if (it == request_series_.end()) it = request_series_.emplace(key, &requests_.Add({{"op", key}})).first;
+  it->second->Increment();
+}
+
+void JobMetrics::set_clients(int clients) { clients_.Set(clients); }
+
+void JobMetrics::set_memory_stall(double some_seconds, double full_seconds) {
+  const double totals[2] = {some_seconds, full_seconds};
+  const char* kinds[2] = {"some", "full"};
+  for (int i = 0; i < 2; ++i) {
+    auto& c = stall_.Add({{"kind", kinds[i]}});
+    if (totals[i] > stall_seen_[i]) c.Increment(totals[i] - stall_seen_[i]);
+    stall_seen_[i] = totals[i];
+  }
+}
 
 namespace {
 void advance(TotalCounter& c, double total) {

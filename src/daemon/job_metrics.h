@@ -50,6 +50,12 @@ class JobMetrics {
   // (a total that went down starts a fresh series), and series of jobs not
   // in `samples` are removed.
   void update(const std::vector<JobSample>& samples);
+  // Daemon-wide series: requests by op (mlos_daemon_requests_total{op}),
+  // connected clients (mlos_daemon_clients), and the node's cumulative
+  // memory stall time from PSI (mlos_node_memory_stall_seconds_total{kind}).
+  void count_request(const std::string& op);
+  void set_clients(int clients);
+  void set_memory_stall(double some_seconds, double full_seconds);
   std::string text() const;
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -64,6 +70,11 @@ class JobMetrics {
   prometheus::Family<prometheus::Counter>& cpu_seconds_;
   prometheus::Family<prometheus::Gauge>& memory_;
   prometheus::Family<prometheus::Gauge>& memory_limit_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Gauge& clients_;
+  prometheus::Family<prometheus::Counter>& stall_;
+  std::map<std::string, prometheus::Counter*> request_series_;
+  double stall_seen_[2] = {0, 0};
   std::map<std::string, std::unique_ptr<JobSeries>> jobs_;
 };
 

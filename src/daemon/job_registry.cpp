@@ -32,7 +32,8 @@ json JobRegistry::to_json() const {
                     {"memory_bytes", r.memory_bytes},
                     {"priority", r.priority},
                     {"label", r.label},
-                    {"created_unix", r.created_unix}});
+                    {"created_unix", r.created_unix},
+                    {"page_fd", r.page_fd}});
   }
   return json{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"jobs", list}};
 }
@@ -59,6 +60,8 @@ Result<JobRegistry> JobRegistry::from_json(const json& payload) {
       rec.priority = j.at("priority").get<int>();
       rec.label = j.at("label").get<std::string>();
       rec.created_unix = j.at("created_unix").get<int64_t>();
+      rec.page_fd = j.at("page_fd").get<int>();
+      if (rec.page_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has page_fd < -1");
       if (rec.id == 0 || rec.id >= r.next_id) throw std::invalid_argument("job id " + std::to_string(rec.id) + " out of range");
       if (rec.owner.pid <= 0) throw std::invalid_argument("job " + std::to_string(rec.id) + " has pid <= 0");
       if (rec.cpus.empty()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has no CPUs");

@@ -27,6 +27,10 @@ struct JobRecord {
   int priority = 0;
   std::string label;
   int64_t created_unix = 0;
+  // The owner's descriptor number of its phase page (a memfd), -1 if it
+  // gave none: a restarted daemon maps the page again through
+  // pidfd_getfd(2) instead of asking the client.
+  int page_fd = -1;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/placement.h"
@@ -14,8 +15,18 @@ namespace mlos {
 struct ClaimRequest {
   PlacementRequest placement;
   std::string label;
+  int priority = 0;  // MLOS_PRIORITY_MIN..MAX (the daemon scales CPU weights by it)
   // Made by `mlos run` for a process and its descendants (see Claim::envelope).
   bool envelope = false;
+};
+
+// Where a job publishes its phases for another process to follow (mlosd's
+// phase page). Called under the job's mutex on every set_phase: it must be
+// cheap and make no system call.
+class PhaseSink {
+ public:
+  virtual ~PhaseSink() = default;
+  virtual void publish(mlos_training_phase_t phase, uint64_t now_ns) = 0;
 };
 
 struct Grant {
@@ -24,6 +35,8 @@ struct Grant {
   // Set when the grant is weaker than asked (e.g. the ledger was unusable,
   // so other processes cannot see this shared claim); says why.
   std::string ledger_note;
+  // Set by brokers whose arbiter follows phases (mlosd); null otherwise.
+  std::shared_ptr<PhaseSink> phase_sink;
 };
 
 class ClaimBroker {

@@ -173,7 +173,10 @@ Status Job::set_phase(mlos_training_phase_t phase) {
   // Until the first set_phase the job is unmarked and its threads keep
   // their own priorities (so a program that never marks phases is never
   // treated as IDLE); afterwards, re-entering the current phase is free.
-  if (!profile_.enter(phase, clock_()) && phases_marked_) return Status::Ok();
+  const uint64_t now = clock_();
+  const bool entered = profile_.enter(phase, now);
+  if (grant_.phase_sink) grant_.phase_sink->publish(phase, now);
+  if (!entered && phases_marked_) return Status::Ok();
   phases_marked_ = true;
   bool changed = false;
   for (auto it = threads_.begin(); it != threads_.end();) {

@@ -1,5 +1,6 @@
 #include "os/process_info.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -132,6 +133,15 @@ Result<ProcessId> process_id(int pid, const std::string& proc_root) {
   auto st = read_proc_stat(pid, proc_root);
   if (!st) return st.error();
   return ProcessId{pid, st->start_time};
+}
+
+Result<uint32_t> process_uid(int pid, const std::string& proc_root) {
+  struct stat st{};
+  const std::string path = proc_root + "/" + std::to_string(pid);
+  if (pid <= 0 || stat(path.c_str(), &st) != 0) {
+    return make_sys_error(pid <= 0 ? ESRCH : errno, "no process " + std::to_string(pid), MLOS_ERR_NO_SUCH_THREAD);
+  }
+  return static_cast<uint32_t>(st.st_uid);
 }
 
 bool is_alive(const ProcessId& id, const std::string& proc_root) {

@@ -42,6 +42,8 @@ Result<ProcessId> process_id(int pid, const std::string& proc_root = "/proc");
 // true if a process with this pid exists and started at the same time (so a
 // reused PID is not mistaken for the original owner). Zombies count as dead.
 bool is_alive(const ProcessId& id, const std::string& proc_root = "/proc");
+// The uid owning process `pid` (of /proc/<pid>: its effective uid).
+Result<uint32_t> process_uid(int pid, const std::string& proc_root = "/proc");
 // `pid` followed by its ancestors up to (excluding) pid 0.
 std::vector<ProcessId> lineage(int pid, const std::string& proc_root = "/proc");
 

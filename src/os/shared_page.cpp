@@ -34,6 +34,12 @@ Result<SharedPage> SharedPage::map_readonly(int fd) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "shared page descriptor is " + std::to_string(st.st_size) +
                                                      " bytes, smaller than a page");
   }
+  // A page its owner could still shrink would let it kill the reader with
+  // SIGBUS: only sealed memfds are mapped.
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (!S_ISREG(st.st_mode) || seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "shared page descriptor is not a memfd sealed against shrinking");
+  }
   int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (mine < 0) return make_sys_error(errno, "dup of shared page descriptor");
   void* p = mmap(nullptr, kSize, PROT_READ, MAP_SHARED, mine, 0);

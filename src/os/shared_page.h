@@ -18,7 +18,8 @@ class SharedPage {
   // A new zero-filled page; `name` shows in /proc/<pid>/fd ("memfd:<name>").
   static Result<SharedPage> create(const std::string& name);
   // Maps the page behind `fd` (duplicated; the caller keeps its own) read-only.
-  // INVALID_ARGUMENT if it is smaller than a page.
+  // INVALID_ARGUMENT if it is smaller than a page or not a memfd sealed
+  // against shrinking (its owner could otherwise SIGBUS the reader).
   static Result<SharedPage> map_readonly(int fd);
 
   SharedPage(SharedPage&& other) noexcept;

@@ -2,6 +2,7 @@
 // nothing; released and made-up handles are recognised. (Out-of-range enum
 // values are passed from tests/c/api_c_test.c: in C they are well-defined,
 // in C++ merely forming them is not.)
+#include <string>
 #include <gtest/gtest.h>
 #include <mlos/training.h>
 
@@ -89,12 +90,15 @@ TEST(ApiErrors, ArgumentChecksOnALiveHandle) {
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
 }
 
-TEST(ApiErrors, DaemonModeIsReportedUnsupportedNotFaked) {
+TEST(ApiErrors, DaemonModeWithoutDaemonIsUnavailableNotFaked) {
   setenv("MLOS_MODE", "daemon", 1);
+  setenv("MLOS_DAEMON_SOCKET", "/nonexistent/mlosd.sock", 1);
   mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
                                           .priority = 0, .exclusive_cpus = false};
   mlos_training_resources_t* res = nullptr;
-  EXPECT_EQ(mlos_training_request_resources(&req, &res), MLOS_ERR_UNSUPPORTED);
+  EXPECT_EQ(mlos_training_request_resources(&req, &res), MLOS_ERR_DAEMON_UNAVAILABLE);
+  EXPECT_NE(std::string(mlos_last_error_message()).find("/nonexistent/mlosd.sock"), std::string::npos);
+  unsetenv("MLOS_DAEMON_SOCKET");
   setenv("MLOS_MODE", "bogus", 1);
   EXPECT_EQ(mlos_training_request_resources(&req, &res), MLOS_ERR_INVALID_ARGUMENT);
   unsetenv("MLOS_MODE");

@@ -47,6 +47,10 @@ class CgroupDriver {
   virtual Status apply(const std::string& job, const CgroupLimits& limits, std::vector<std::string>* unsupported) = 0;
   // Moves process `pid` (all its threads) into the job's cgroup.
   virtual Status attach(const std::string& job, pid_t pid) = 0;
+  // Moves every process out of the job's cgroup, to where unmanaged
+  // processes belong: the hierarchy's root (v1), or the leaf
+  // "<base>/released" (v2, whose base may not hold processes).
+  virtual Status detach(const std::string& job) = 0;
   virtual Result<std::vector<pid_t>> processes(const std::string& job) const = 0;
   virtual Result<CgroupUsage> usage(const std::string& job) const = 0;
   // Removes the job's cgroup; fails (EBUSY) while processes remain in it.

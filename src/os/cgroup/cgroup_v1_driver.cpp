@@ -71,6 +71,20 @@ class CgroupV1Driver final : public CgroupDriver {
     return Status::Ok();
   }
 
+  Status detach(const std::string& job) override {
+    auto pids = processes(job);
+    if (!pids) return pids.error();
+    Status first;
+    for (pid_t pid : *pids) {
+      for (CgroupFs* fs : hierarchies()) {
+        // ESRCH: the process exited meanwhile, nothing left to move.
+        Status s = fs->write("cgroup.procs", std::to_string(pid));
+        if (!s && s.error().sys_errno != ESRCH && first.ok()) first = s;
+      }
+    }
+    return first;
+  }
+
   Result<std::vector<pid_t>> processes(const std::string& job) const override {
     if (Status s = validate_job_name(job); !s) return s.error();
     auto text = m_.cpuset->read(path(job) + "/cgroup.procs");

@@ -65,6 +65,20 @@ class CgroupV2Driver final : public CgroupDriver {
     return fs_->write(path(job) + "/cgroup.procs", std::to_string(pid));
   }
 
+  Status detach(const std::string& job) override {
+    auto pids = processes(job);
+    if (!pids) return pids.error();
+    if (pids->empty()) return Status::Ok();
+    const std::string released = base_ + "/released";
+    if (Status s = fs_->make_dir(released); !s) return s;
+    Status first;
+    for (pid_t pid : *pids) {
+      Status s = fs_->write(released + "/cgroup.procs", std::to_string(pid));
+      if (!s && s.error().sys_errno != ESRCH && first.ok()) first = s;
+    }
+    return first;
+  }
+
   Result<std::vector<pid_t>> processes(const std::string& job) const override {
     if (Status s = validate_job_name(job); !s) return s.error();
     auto text = fs_->read(path(job) + "/cgroup.procs");

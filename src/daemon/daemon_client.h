@@ -1,0 +1,49 @@
+// A client's connection to mlosd: one request, one reply, over the framed
+// protocol of frame_codec.h. Used by libmlos (MLOS_MODE=daemon/auto) and by
+// the mlos CLI. Blocking, with a timeout on every reply.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "os/unique_fd.h"
+
+namespace mlos::daemon {
+
+// $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock.
+std::string default_socket_path();
+
+class DaemonClient {
+ public:
+  // Connects and exchanges "hello" (protocol version check).
+  // DAEMON_UNAVAILABLE when nothing answers at `path`; VERSION_MISMATCH if
+  // the daemon speaks another protocol.
+  static Result<DaemonClient> connect(const std::string& path, int timeout_ms = 5000);
+
+  // Sends {"op": op, "id": n, ...args} (with `pass_fd` attached when >= 0)
+  // and returns the reply's fields. A reply with "ok": false becomes its
+  // error (code and message from the daemon). DAEMON_UNAVAILABLE if the
+  // connection broke: *sent (if given) says whether the request had been
+  // written whole before that, i.e. whether the daemon may have acted on it.
+  Result<nlohmann::json> call(const std::string& op, nlohmann::json args = nlohmann::json::object(),
+                              int pass_fd = -1, bool* sent = nullptr);
+
+  const nlohmann::json& hello() const { return hello_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  DaemonClient(os::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  os::UniqueFd fd_;
+  std::string path_;
+  uint64_t next_id_ = 1;
+  nlohmann::json hello_;
+};
+
+// The reply for a failed request: {"id", "ok": false, "error": {"code",
+// "name", "message"}}; the client turns it back into the Error.
+nlohmann::json error_reply(uint64_t id, const Error& error);
+Error error_from_reply(const nlohmann::json& reply);
+
+}  // namespace mlos::daemon

@@ -1,0 +1,110 @@
+#include "daemon/daemon_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mlos::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_string()) throw std::invalid_argument(std::string(key) + " must be a string");
+  return j.get<std::string>();
+}
+
+int int_in(const json& j, const char* key, int lo, int hi) {
+  if (!j.is_number_integer() || j.get<int64_t>() < lo || j.get<int64_t>() > hi) {
+    throw std::invalid_argument(std::string(key) + " must be an integer in " + std::to_string(lo) + ".." +
+                                std::to_string(hi));
+  }
+  return j.get<int>();
+}
+
+}  // namespace
+
+Status DaemonConfig::merge(const json& c) {
+  if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "mlosd config must be a JSON object");
+  DaemonConfig next = *this;
+  try {
+    for (const auto& [key, v] : c.items()) {
+      if (key == "socket") {
+        next.socket = str(v, "socket");
+        if (next.socket.empty() || next.socket[0] != '/') throw std::invalid_argument("socket must be an absolute path");
+      } else if (key == "socket_mode") {
+        const std::string m = str(v, "socket_mode");
+        size_t used = 0;
+        const unsigned long mode = m.empty() ? 010000 : std::stoul(m, &used, 8);
+        if (used != m.size() || mode > 0777) throw std::invalid_argument("socket_mode must be octal like \"0660\"");
+        next.socket_mode = static_cast<mode_t>(mode);
+      } else if (key == "state_dir") {
+        next.state_dir = str(v, "state_dir");
+        if (next.state_dir.empty() || next.state_dir[0] != '/') throw std::invalid_argument("state_dir must be absolute");
+      } else if (key == "cgroups") {
+        next.cgroups = str(v, "cgroups");
+        if (!std::set<std::string>{"auto", "v1", "v2", "none"}.count(next.cgroups)) {
+          throw std::invalid_argument("cgroups must be auto, v1, v2 or none");
+        }
+      } else if (key == "cgroup_base") {
+        next.cgroup_base = str(v, "cgroup_base");
+        if (next.cgroup_base.empty() || next.cgroup_base.find("..") != std::string::npos ||
+            next.cgroup_base.front() == '/') {
+          throw std::invalid_argument("cgroup_base must be a relative cgroup path without '..'");
+        }
+      } else if (key == "metrics_listen") {
+        next.metrics_listen = str(v, "metrics_listen");
+      } else if (key == "metrics_textfile") {
+        next.metrics_textfile = str(v, "metrics_textfile");
+      } else if (key == "sample_interval_ms") {
+        next.sample_interval_ms = int_in(v, "sample_interval_ms", 10, 60000);
+      } else if (key == "metrics_interval_ms") {
+        next.metrics_interval_ms = int_in(v, "metrics_interval_ms", 100, 600000);
+      } else if (key == "max_clients") {
+        next.max_clients = int_in(v, "max_clients", 1, 65536);
+      } else if (key == "arbitration") {
+        auto policy = ArbitrationPolicy::from_json(v);
+        if (!policy) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration: " + policy.error().message);
+        next.policy = *policy;
+        next.arbitration = v;
+      } else {
+        throw std::invalid_argument("unknown key '" + key + "'");
+      }
+    }
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("mlosd config: ") + e.what());
+  }
+  *this = std::move(next);
+  return Status::Ok();
+}
+
+Result<DaemonConfig> DaemonConfig::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_sys_error(errno, "cannot read mlosd config " + path, MLOS_ERR_INVALID_ARGUMENT);
+  std::stringstream text;
+  text << in.rdbuf();
+  const json parsed = json::parse(text.str(), nullptr, false);
+  if (parsed.is_discarded()) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " is not valid JSON");
+  DaemonConfig c;
+  if (Status s = c.merge(parsed); !s) return make_error(s.error().code, path + ": " + s.error().message);
+  return c;
+}
+
+json DaemonConfig::to_json() const {
+  char mode[8];
+  snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(socket_mode));
+  return json{{"socket", socket},
+              {"socket_mode", mode},
+              {"state_dir", state_dir},
+              {"cgroups", cgroups},
+              {"cgroup_base", cgroup_base},
+              {"metrics_listen", metrics_listen},
+              {"metrics_textfile", metrics_textfile},
+              {"sample_interval_ms", sample_interval_ms},
+              {"metrics_interval_ms", metrics_interval_ms},
+              {"max_clients", max_clients},
+              {"arbitration", arbitration}};
+}
+
+}  // namespace mlos::daemon

@@ -1,0 +1,40 @@
+// mlosd's configuration: a JSON file (every key optional) overridden by
+// command-line flags. Validated whole: an unknown key, a wrong type or an
+// out-of-range value rejects the config with a message naming it, before
+// the daemon touches anything. See docs/daemon.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "daemon/arbitration_policy.h"
+
+namespace mlos::daemon {
+
+struct DaemonConfig {
+  std::string socket = "/run/mlos/mlosd.sock";
+  mode_t socket_mode = 0666;         // who may connect; changes are still owner-only
+  std::string state_dir = "/var/lib/mlos";
+  std::string cgroups = "auto";      // auto | v1 | v2 | none
+  std::string cgroup_base = "mlos";
+  std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
+  std::string metrics_textfile;      // node_exporter textfile path, "" for none
+  int sample_interval_ms = 100;      // phase pages, liveness, CPU weights
+  int metrics_interval_ms = 1000;    // cgroup usage and metrics
+  int max_clients = 1024;
+  ArbitrationPolicy policy = ArbitrationPolicy::defaults();
+  nlohmann::json arbitration = nlohmann::json::object();  // as given, for --check-config
+
+  // Applies the keys of `config` over the current values.
+  Status merge(const nlohmann::json& config);
+  static Result<DaemonConfig> from_file(const std::string& path);
+  // The effective configuration, in the file's format.
+  nlohmann::json to_json() const;
+};
+
+}  // namespace mlos::daemon

@@ -1,0 +1,447 @@
+#include "daemon/job_manager.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/json_fields.h"
+#include "core/phase_policy.h"
+
+namespace mlos::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string>& request_keys() {
+  static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
+                                          "numa_preference", "exclusive", "priority", "label",
+                                          "single_node", "strict_membind", "page_fd", "envelope"};
+  return keys;
+}
+
+// Reads the request's fields strictly: a wrong type or an unknown key is
+// INVALID_ARGUMENT naming it (a client bug must not be half-understood).
+Result<PlacementRequest> parse_placement(const json& a, int* priority, std::string* label, int* page_fd) {
+  try {
+    for (const auto& [key, value] : a.items()) {
+      if (!request_keys().count(key)) throw std::invalid_argument("unknown field '" + key + "'");
+    }
+    PlacementRequest r;
+    r.num_cpus = a.value("num_cpus", 1);
+    r.memory_bytes = a.contains("memory_bytes") ? non_negative_field(a, "memory_bytes") : 0;
+    r.numa_preference = a.value("numa_preference", -1);
+    r.exclusive = a.value("exclusive", false);
+    r.single_node = a.value("single_node", false);
+    r.strict_membind = a.value("strict_membind", false);
+    *priority = a.value("priority", 0);
+    *label = a.value("label", std::string());
+    *page_fd = a.value("page_fd", -1);
+    if (*priority < MLOS_PRIORITY_MIN || *priority > MLOS_PRIORITY_MAX) {
+      throw std::invalid_argument("priority " + std::to_string(*priority) + " outside [" +
+                                  std::to_string(MLOS_PRIORITY_MIN) + ", " + std::to_string(MLOS_PRIORITY_MAX) + "]");
+    }
+    if (label->size() > 128) throw std::invalid_argument("label longer than 128 bytes");
+    if (*page_fd < -1) throw std::invalid_argument("page_fd < -1");
+    return r;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("request: ") + e.what());
+  }
+}
+
+CpuSet node_set(const std::vector<int>& nodes) {
+  CpuSet s;
+  for (int n : nodes) s.set(n);
+  return s;
+}
+
+const char* phase_label(bool marked, mlos_training_phase_t phase) {
+  return marked ? mlos_training_phase_name(phase) : "UNMARKED";
+}
+
+}  // namespace
+
+JobManager::JobManager(JobManagerDeps deps)
+    : d_(std::move(deps)), cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none") {}
+
+Status JobManager::save() const {
+  JobRegistry r;
+  r.next_id = next_id_;
+  for (const auto& [id, j] : jobs_) r.jobs.push_back(j.record);
+  return d_.state->save(r.to_json());
+}
+
+CpuUsage JobManager::usage() const {
+  CpuUsage u;
+  for (const auto& [id, j] : jobs_) {
+    if (j.record.exclusive) {
+      u.exclusive = u.exclusive | j.record.cpus;
+    } else {
+      for (int c : j.record.cpus.to_vector()) ++u.shared_load[c];
+    }
+  }
+  return u;
+}
+
+Result<std::vector<std::string>> JobManager::recover() {
+  std::vector<std::string> report;
+  auto loaded = d_.state->load();
+  if (!loaded) return loaded.error();
+  JobRegistry registry;
+  if (loaded->has_value()) {
+    auto parsed = JobRegistry::from_json(**loaded);
+    if (!parsed) {
+      return make_error(MLOS_ERR_STATE_CORRUPT, d_.state->path() + ": " + parsed.error().message);
+    }
+    registry = std::move(*parsed);
+  } else {
+    report.push_back("no state file at " + d_.state->path() + ": starting with no jobs");
+  }
+  std::vector<std::string> cgroups;
+  if (d_.cgroups) {
+    auto listed = d_.cgroups->jobs();
+    if (!listed) return listed.error();
+    for (auto& name : *listed) {
+      if (name.rfind("job-", 0) == 0) cgroups.push_back(name);
+    }
+  }
+  ReconcilePlan plan = reconcile(registry, d_.is_alive, cgroups);
+  next_id_ = registry.next_id;
+  for (const JobRecord& r : plan.prune) {
+    report.push_back("pruned job " + std::to_string(r.id) + " (" + r.label + "): owner pid " +
+                     std::to_string(r.owner.pid) + " is gone");
+    if (d_.cgroups) {
+      (void)d_.cgroups->detach(r.cgroup());
+      if (Status s = d_.cgroups->remove(r.cgroup()); !s) {
+        report.push_back("could not remove " + r.cgroup() + ": " + s.error().describe());
+      }
+    }
+  }
+  for (const JobRecord& r : plan.adopt) {
+    Live live{r, std::nullopt, PhaseProfile(d_.now_ns())};
+    if (r.page_fd >= 0 && d_.fetch_fd) {
+      auto fd = d_.fetch_fd(r.owner, r.page_fd);
+      auto page = fd ? os::SharedPage::map_readonly(fd->get()) : Result<os::SharedPage>(fd.error());
+      if (page) {
+        live.page.emplace(std::move(*page));
+      } else {
+        live.notes.push_back("phase page: could not map it again after a restart (" + page.error().describe() +
+                             "); phases only over the socket");
+      }
+    }
+    jobs_.emplace(r.id, std::move(live));
+    Live& j = jobs_.at(r.id);
+    follow_phase(j);
+    apply_cgroup(j, true);
+    report.push_back("adopted job " + std::to_string(r.id) + " (" + r.label + "): pid " + std::to_string(r.owner.pid) +
+                     ", CPUs " + r.cpus.to_list() + (j.page ? ", phase page mapped" : ""));
+  }
+  for (const std::string& name : plan.stray_cgroups) {
+    auto procs = d_.cgroups->processes(name);
+    if (procs && procs->empty() && d_.cgroups->remove(name)) {
+      report.push_back("removed stray empty cgroup " + name);
+    } else {
+      report.push_back("left stray cgroup " + name + ": it still has processes or cannot be read");
+    }
+  }
+  if (!plan.prune.empty() || loaded->has_value()) {
+    if (Status s = save(); !s) return s.error();
+  }
+  return report;
+}
+
+os::CgroupLimits JobManager::limits_for(const Live& j) const {
+  os::CgroupLimits l;
+  l.cpus = j.record.cpus;
+  l.mems = j.record.mems;
+  l.cpu_weight = d_.policy.weight(j.marked ? j.phase : MLOS_TRAINING_PHASE_FORWARD, j.record.priority);
+  if (j.record.memory_bytes > 0) {
+    // The request is the hard limit; reclaim pressure starts at 90% of it,
+    // so a job feels throttling before the OOM killer.
+    l.memory_max = j.record.memory_bytes;
+    l.memory_high = j.record.memory_bytes / 10 * 9;
+    if (j.marked && j.phase == MLOS_TRAINING_PHASE_CHECKPOINT) l.memory_low = j.record.memory_bytes;
+  }
+  return l;
+}
+
+void JobManager::apply_cgroup(Live& j, bool create) {
+  if (!d_.cgroups) return;
+  const std::string name = j.record.cgroup();
+  auto note_once = [&j](const std::string& line) {
+    if (std::find(j.notes.begin(), j.notes.end(), line) == j.notes.end()) j.notes.push_back(line);
+  };
+  if (create) {
+    if (Status s = d_.cgroups->create(name); !s) {
+      note_once("cgroup: could not create " + name + ": " + s.error().describe());
+      return;
+    }
+  }
+  const os::CgroupLimits limits = limits_for(j);
+  std::vector<std::string> unsupported;
+  if (Status s = d_.cgroups->apply(name, limits, &unsupported); !s) {
+    note_once("cgroup: could not apply limits to " + name + ": " + s.error().describe());
+    return;
+  }
+  for (const auto& u : unsupported) note_once("cgroup: " + u);
+  j.weight = limits.cpu_weight;
+  j.protected_memory = limits.memory_low.has_value();
+}
+
+std::optional<PhaseSnapshot> JobManager::phase_snapshot(const Live& j) const {
+  if (j.page) {
+    auto s = PhasePageReader(j.page->data()).read();
+    if (s && s->set_phase_calls > 0) return s;
+    return std::nullopt;
+  }
+  if (!j.marked) return std::nullopt;
+  PhaseSnapshot s;
+  s.phase = j.explicit_profile.current();
+  s.phase_ns = j.explicit_profile.nanoseconds(d_.now_ns());
+  s.entries = j.explicit_profile.entries();
+  s.set_phase_calls = j.explicit_profile.calls();
+  return s;
+}
+
+void JobManager::follow_phase(Live& j) {
+  if (auto snap = phase_snapshot(j)) {
+    j.marked = true;
+    j.phase = snap->phase;
+  }
+  if (!d_.cgroups || j.weight == 0) return;
+  const os::CgroupLimits want = limits_for(j);
+  if (want.cpu_weight != j.weight || want.memory_low.has_value() != j.protected_memory) apply_cgroup(j, false);
+}
+
+Result<json> JobManager::request(const os::PeerCredentials& peer, const json& args, os::UniqueFd page) {
+  int priority = 0, page_fd = -1;
+  std::string label;
+  auto req = parse_placement(args, &priority, &label, &page_fd);
+  if (!req) return req.error();
+  auto owner = d_.identify(peer.pid);
+  if (!owner) return owner.error();
+  auto placement = plan_placement(d_.topology, d_.allowed, usage(), d_.memory(), *req);
+  if (!placement) return placement.error();
+
+  Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
+  JobRecord& r = j.record;
+  r.id = next_id_;
+  r.owner = *owner;
+  r.uid = peer.uid;
+  r.cpus = placement->cpu_set;
+  r.mems = node_set(placement->nodes);
+  r.exclusive = req->exclusive;
+  r.memory_bytes = req->memory_bytes;
+  r.priority = priority;
+  r.label = label.empty() ? "pid-" + std::to_string(peer.pid) : label;
+  r.created_unix = d_.now_unix();
+  if (page.valid()) {
+    auto mapped = os::SharedPage::map_readonly(page.get());
+    if (mapped && page_fd >= 0) {
+      j.page.emplace(std::move(*mapped));
+      r.page_fd = page_fd;
+    } else {
+      j.notes.push_back(std::string("phase page: not used (") +
+                        (mapped ? "no page_fd number given" : mapped.error().describe()) +
+                        "); phases only over the socket");
+    }
+  }
+  // One process sits in one cgroup per hierarchy: a second job of the same
+  // process shares the first one's cgroup membership.
+  const Live* sibling = nullptr;
+  for (const auto& [id, other] : jobs_) {
+    if (other.record.owner == r.owner) sibling = &other;
+  }
+  ++next_id_;
+  auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
+  Live& live = it->second;
+  apply_cgroup(live, true);
+  if (d_.cgroups && live.weight != 0) {
+    if (sibling != nullptr) {
+      live.notes.push_back("cgroup: process already in " + sibling->record.cgroup() + " (one cgroup per process)");
+    } else if (Status s = d_.cgroups->attach(live.record.cgroup(), peer.pid); !s) {
+      live.notes.push_back("cgroup: could not move pid " + std::to_string(peer.pid) + " in: " + s.error().describe());
+    }
+  }
+  if (Status s = save(); !s) {
+    forget(live.record.id, "state file not saved");
+    return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
+  }
+  json reply{{"job", live.record.id},
+             {"cpus", live.record.cpus.to_list()},
+             {"cpu_order", placement->cpus},
+             {"mems", live.record.mems.to_list()},
+             {"nodes", placement->nodes},
+             {"primary_node", placement->primary_node},
+             {"memory_policy", static_cast<int>(placement->memory_policy)},
+             {"physical_cores", placement->physical_cores},
+             {"cgroup", d_.cgroups && live.weight != 0 ? live.record.cgroup() : std::string()},
+             {"notes", live.notes}};
+  return reply;
+}
+
+Result<JobManager::Live*> JobManager::owned_job(const os::PeerCredentials& peer, uint64_t job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return make_error(MLOS_ERR_INVALID_HANDLE, "no job " + std::to_string(job));
+  if (peer.uid != 0 && peer.uid != it->second.record.uid) {
+    return make_error(MLOS_ERR_PERMISSION, "job " + std::to_string(job) + " belongs to uid " +
+                                               std::to_string(it->second.record.uid) + "; uid " +
+                                               std::to_string(peer.uid) + " may not change it");
+  }
+  return &it->second;
+}
+
+Status JobManager::release(const os::PeerCredentials& peer, uint64_t job) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  forget(job, "released");
+  return save();
+}
+
+Status JobManager::set_phase(const os::PeerCredentials& peer, uint64_t job, int phase) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  if (!PhasePolicy::valid_phase(phase)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown phase " + std::to_string(phase));
+  }
+  if ((*j)->page) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "job " + std::to_string(job) + " reports phases through its phase page");
+  }
+  (*j)->explicit_profile.enter(static_cast<mlos_training_phase_t>(phase), d_.now_ns());
+  (*j)->marked = true;
+  follow_phase(**j);
+  return Status::Ok();
+}
+
+Status JobManager::attach(const os::PeerCredentials& peer, uint64_t job, pid_t pid) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  if (!d_.cgroups) return make_error(MLOS_ERR_UNSUPPORTED, "mlosd runs without cgroups (--cgroups none)");
+  if (pid <= 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "pid must be > 0");
+  // The caller must own the process it moves (root may move any).
+  auto target = d_.identify(pid);
+  if (!target) return target.error();
+  if (peer.uid != 0) {
+    auto owner_uid = d_.uid_of ? d_.uid_of(pid) : Result<uid_t>(make_error(MLOS_ERR_UNSUPPORTED, "no uid lookup"));
+    if (!owner_uid) return owner_uid.error();
+    if (*owner_uid != peer.uid) {
+      return make_error(MLOS_ERR_PERMISSION, "pid " + std::to_string(pid) + " belongs to uid " +
+                                                 std::to_string(*owner_uid) + ", not " + std::to_string(peer.uid));
+    }
+  }
+  return d_.cgroups->attach((*j)->record.cgroup(), pid);
+}
+
+void JobManager::forget(uint64_t id, const std::string& /*why*/) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  if (d_.cgroups) {
+    const std::string name = it->second.record.cgroup();
+    // Processes left behind (the released owner, orphaned workers) go back
+    // to the hierarchy's root before the cgroup goes.
+    (void)d_.cgroups->detach(name);
+    (void)d_.cgroups->remove(name);
+  }
+  jobs_.erase(it);
+}
+
+std::vector<uint64_t> JobManager::tick() {
+  std::vector<uint64_t> pruned;
+  for (auto& [id, j] : jobs_) {
+    if (!d_.is_alive(j.record.owner)) {
+      pruned.push_back(id);
+    } else {
+      follow_phase(j);
+    }
+  }
+  for (uint64_t id : pruned) forget(id, "owner gone");
+  if (!pruned.empty()) (void)save();
+  return pruned;
+}
+
+bool JobManager::owner_exited(uint64_t job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || d_.is_alive(it->second.record.owner)) return false;
+  forget(job, "owner gone");
+  (void)save();
+  return true;
+}
+
+std::vector<std::pair<uint64_t, ProcessId>> JobManager::owners() const {
+  std::vector<std::pair<uint64_t, ProcessId>> out;
+  for (const auto& [id, j] : jobs_) out.emplace_back(id, j.record.owner);
+  return out;
+}
+
+std::vector<JobSample> JobManager::samples() const {
+  std::vector<JobSample> out;
+  for (const auto& [id, j] : jobs_) {
+    JobSample s;
+    s.job = j.record.cgroup();
+    s.label = j.record.label;
+    s.phase = j.phase;
+    if (auto snap = phase_snapshot(j)) {
+      s.phase = snap->phase;
+      const uint64_t now = d_.now_ns();
+      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+        uint64_t ns = snap->phase_ns[p];
+        // A page records completed visits; add the running one.
+        if (j.page && p == snap->phase && now > snap->entered_ns) ns += now - snap->entered_ns;
+        s.phase_seconds[p] = static_cast<double>(ns) / 1e9;
+        s.phase_entries[p] = snap->entries[p];
+      }
+    }
+    if (d_.cgroups) {
+      if (auto u = d_.cgroups->usage(j.record.cgroup())) {
+        if (u->cpu_usage_ns) s.cpu_seconds = static_cast<double>(*u->cpu_usage_ns) / 1e9;
+        s.memory_bytes = u->memory_bytes;
+      }
+    }
+    if (j.record.memory_bytes > 0) s.memory_limit_bytes = j.record.memory_bytes;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+json JobManager::status() const {
+  json jobs = json::array();
+  const std::vector<JobSample> samples = this->samples();
+  size_t i = 0;
+  CpuSet exclusive;
+  for (const auto& [id, j] : jobs_) {
+    const JobSample& s = samples[i++];
+    if (j.record.exclusive) exclusive = exclusive | j.record.cpus;
+    json seconds = json::object(), entries = json::object();
+    for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+      const char* name = mlos_training_phase_name(static_cast<mlos_training_phase_t>(p));
+      seconds[name] = s.phase_seconds[p];
+      entries[name] = s.phase_entries[p];
+    }
+    json job{{"job", id},
+             {"label", j.record.label},
+             {"pid", j.record.owner.pid},
+             {"uid", j.record.uid},
+             {"cpus", j.record.cpus.to_list()},
+             {"mems", j.record.mems.to_list()},
+             {"exclusive", j.record.exclusive},
+             {"memory_bytes", j.record.memory_bytes},
+             {"priority", j.record.priority},
+             {"created_unix", j.record.created_unix},
+             {"phase", phase_label(j.marked, s.phase)},
+             {"phase_source", j.page ? "page" : "socket"},
+             {"phase_seconds", seconds},
+             {"phase_entries", entries},
+             {"cgroup", d_.cgroups ? j.record.cgroup() : std::string()},
+             {"cpu_weight", j.weight},
+             {"notes", j.notes}};
+    job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);
+    job["memory_used_bytes"] = s.memory_bytes ? json(*s.memory_bytes) : json(nullptr);
+    jobs.push_back(std::move(job));
+  }
+  return json{{"cpus", d_.allowed.to_list()},
+              {"exclusive_cpus", exclusive.to_list()},
+              {"shared_pool", d_.allowed.minus(exclusive).to_list()},
+              {"cgroups", cgroup_version_},
+              {"jobs", jobs}};
+}
+
+}  // namespace mlos::daemon

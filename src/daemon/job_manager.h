@@ -1,0 +1,125 @@
+// What mlosd does with jobs, apart from sockets: grants CPUs from the node's
+// pool (exclusive CPUs leave the shared pool), gives every job its own
+// cgroup, follows phases through each job's phase page and turns them into
+// CPU weights, keeps the registry durable, and reconciles it with reality
+// after a (re)start. Single-threaded: the daemon's event loop calls it.
+//
+// Authorisation is decided here, from the kernel's credentials of the
+// caller: anyone may read; a job is changed or released only by its owner's
+// uid or root. Jobs belong to a process (the requester, by pid and start
+// time), not to a connection, so they survive client reconnects and daemon
+// restarts, and end when that process ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/phase_page.h"
+#include "core/phase_profile.h"
+#include "core/placement.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "daemon/arbitration_policy.h"
+#include "daemon/job_metrics.h"
+#include "daemon/job_registry.h"
+#include "os/cgroup/cgroup_driver.h"
+#include "os/checked_json_file.h"
+#include "os/peer_credentials.h"
+#include "os/shared_page.h"
+#include "os/unique_fd.h"
+
+namespace mlos::daemon {
+
+// Everything the manager touches outside itself, injectable for tests.
+struct JobManagerDeps {
+  Topology topology;
+  CpuSet allowed;                                   // the node's CPUs mlosd may hand out
+  std::function<MemoryAvailability()> memory;
+  std::shared_ptr<os::CgroupDriver> cgroups;        // null: no cgroups (--cgroups none)
+  std::shared_ptr<os::CheckedJsonFile> state;       // the registry file
+  ArbitrationPolicy policy = ArbitrationPolicy::defaults();
+  std::function<Result<ProcessId>(pid_t)> identify;  // pid -> pid + start time
+  std::function<bool(const ProcessId&)> is_alive;
+  std::function<Result<uid_t>(pid_t)> uid_of;        // real uid of a process
+  // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
+  std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
+  std::function<uint64_t()> now_ns;                 // monotonic
+  std::function<int64_t()> now_unix;
+};
+
+class JobManager {
+ public:
+  explicit JobManager(JobManagerDeps deps);
+
+  // Loads the state file and reconciles it: live owners' jobs are adopted
+  // with their CPUs unchanged (their cgroups recreated and limits reapplied,
+  // their phase pages mapped again), dead owners' jobs are pruned and their
+  // cgroups removed, empty stray job cgroups removed. Returns what it did,
+  // one line each. STATE_CORRUPT (file left untouched) if the file cannot
+  // be trusted: the daemon must then refuse to start.
+  Result<std::vector<std::string>> recover();
+
+  // Grants a job to the calling process. `args`: num_cpus, memory_bytes,
+  // numa_preference, exclusive, priority, label, single_node,
+  // strict_membind, page_fd (the caller's number of `page`). Reply fields:
+  // job, cpus, mems, nodes, primary_node, memory_policy, physical_cores,
+  // cgroup, notes.
+  Result<nlohmann::json> request(const os::PeerCredentials& peer, const nlohmann::json& args, os::UniqueFd page);
+  Status release(const os::PeerCredentials& peer, uint64_t job);
+  // A phase sent over the socket, for clients without a phase page.
+  Status set_phase(const os::PeerCredentials& peer, uint64_t job, int phase);
+  // Moves process `pid` (owned by the caller's uid, or any as root) into
+  // the job's cgroup.
+  Status attach(const os::PeerCredentials& peer, uint64_t job, pid_t pid);
+
+  // Drops the jobs of owners that are gone, follows phase pages and rewrites
+  // CPU weights of jobs whose phase changed. Returns the ids it pruned.
+  std::vector<uint64_t> tick();
+  // Prunes `job` if its owner is gone (its pidfd became readable).
+  bool owner_exited(uint64_t job);
+
+  nlohmann::json status() const;
+  std::vector<JobSample> samples() const;
+  const std::string& cgroup_version() const { return cgroup_version_; }
+  // Owner of each job, for the daemon's pidfd watches.
+  std::vector<std::pair<uint64_t, ProcessId>> owners() const;
+
+ private:
+  struct Live {
+    JobRecord record;
+    std::optional<os::SharedPage> page;  // the job's phase page, read-only
+    PhaseProfile explicit_profile;       // phases sent over the socket
+    bool marked = false;                 // any phase seen yet
+    mlos_training_phase_t phase = MLOS_TRAINING_PHASE_IDLE;
+    uint32_t weight = 0;                 // applied cpu weight, 0 = none yet
+    bool protected_memory = false;       // memory.low applied
+    std::vector<std::string> notes;      // degraded effects, one line each
+  };
+
+  Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
+  Status save() const;
+  CpuUsage usage() const;
+  // Creates/updates the job's cgroup for its current phase; unsupported
+  // limits become notes once.
+  void apply_cgroup(Live& job, bool create);
+  void follow_phase(Live& job);
+  void forget(uint64_t id, const std::string& why);
+  std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
+  os::CgroupLimits limits_for(const Live& job) const;
+
+  JobManagerDeps d_;
+  std::string cgroup_version_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Live> jobs_;
+};
+
+}  // namespace mlos::daemon

@@ -1,0 +1,133 @@
+#include "engine/daemon_claim_broker.h"
+
+#include <unistd.h>
+
+#include "core/phase_page.h"
+#include "engine/job.h"
+#include "os/hwloc_topology.h"
+#include "os/kernel.h"
+#include "os/process_self.h"
+#include "os/shared_page.h"
+
+namespace mlos {
+
+namespace {
+
+using nlohmann::json;
+
+// The job's end of the phase page: the memfd stays open in this process
+// for the job's lifetime (a restarted mlosd maps it again by its number).
+class PagePhaseSink final : public PhaseSink {
+ public:
+  PagePhaseSink(os::SharedPage page, uint64_t now_ns) : page_(std::move(page)), writer_(page_.data(), now_ns) {}
+  void publish(mlos_training_phase_t phase, uint64_t now_ns) override { writer_.publish(phase, now_ns); }
+  int fd() const { return page_.fd(); }
+
+ private:
+  os::SharedPage page_;
+  PhasePageWriter writer_;
+};
+
+Result<Placement> placement_from(const json& r) {
+  try {
+    Placement p;
+    p.cpus = r.at("cpu_order").get<std::vector<int>>();
+    auto set = CpuSet::parse_list(r.at("cpus").get<std::string>());
+    if (!set) return set.error();
+    p.cpu_set = *set;
+    p.nodes = r.at("nodes").get<std::vector<int>>();
+    p.primary_node = r.at("primary_node").get<int>();
+    p.memory_policy = static_cast<mlos_memory_policy_t>(r.at("memory_policy").get<int>());
+    p.physical_cores = r.at("physical_cores").get<int>();
+    return p;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_VERSION_MISMATCH, std::string("mlosd's grant is not understood: ") + e.what());
+  }
+}
+
+}  // namespace
+
+DaemonClaimBroker::DaemonClaimBroker(std::string socket_path, Topology topology, CpuSet allowed)
+    : path_(std::move(socket_path)), topology_(std::move(topology)), allowed_(std::move(allowed)) {}
+
+Result<std::shared_ptr<DaemonClaimBroker>> DaemonClaimBroker::for_this_process() {
+  const std::string path = daemon::default_socket_path();
+  auto probe = daemon::DaemonClient::connect(path);
+  if (!probe) return probe.error();
+  auto topo = os::shared_topology();
+  if (!topo) return topo.error();
+  auto allowed = os::linux_kernel().affinity(getpid());
+  if (!allowed) return allowed.error();
+  auto broker = std::make_shared<DaemonClaimBroker>(path, *topo, *allowed);
+  broker->conn_.emplace(std::move(*probe));
+  broker->conn_pid_ = os::self_pid();
+  return broker;
+}
+
+Result<json> DaemonClaimBroker::call(const std::string& op, const json& args, int pass_fd) {
+  std::lock_guard lock(mu_);
+  for (int attempt = 0;; ++attempt) {
+    if (!conn_ || conn_pid_ != os::self_pid()) {
+      conn_.reset();
+      auto c = daemon::DaemonClient::connect(path_);
+      if (!c) return c.error();
+      conn_.emplace(std::move(*c));
+      conn_pid_ = os::self_pid();
+    }
+    bool sent = false;
+    auto reply = conn_->call(op, args, pass_fd, &sent);
+    if (reply || reply.error().code != MLOS_ERR_DAEMON_UNAVAILABLE) return reply;
+    conn_.reset();
+    // A daemon restarted since our last call closed the old connection;
+    // the first write to it can still succeed, so "sent" alone does not
+    // prove the daemon saw it. Only requests safe to repeat are retried.
+    if (attempt > 0 || (sent && op == "request")) return reply;
+  }
+}
+
+Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
+  auto page = os::SharedPage::create("mlos-phase");
+  if (!page) return page.error();
+  auto sink = std::make_shared<PagePhaseSink>(std::move(*page), Job::steady_clock_ns());
+  const PlacementRequest& p = request.placement;
+  json args{{"num_cpus", p.num_cpus},
+            {"memory_bytes", p.memory_bytes},
+            {"numa_preference", p.numa_preference},
+            {"exclusive", p.exclusive},
+            {"single_node", p.single_node},
+            {"strict_membind", p.strict_membind},
+            {"priority", request.priority},
+            {"label", request.label},
+            {"page_fd", sink->fd()}};
+  auto reply = call("request", args, sink->fd());
+  if (!reply) {
+    if (reply.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) {
+      return make_sys_error(reply.error().sys_errno,
+                            reply.error().message +
+                                "; if mlosd received the request it may hold a job for this process, which it "
+                                "releases when the process exits",
+                            MLOS_ERR_DAEMON_UNAVAILABLE);
+    }
+    return reply.error();
+  }
+  auto placement = placement_from(*reply);
+  if (!placement) return placement.error();
+  Grant g;
+  g.claim_id = reply->value("job", uint64_t{0});
+  g.placement = std::move(*placement);
+  std::string notes;
+  for (const auto& n : reply->value("notes", json::array())) {
+    if (n.is_string()) notes += (notes.empty() ? "" : "; ") + n.get<std::string>();
+  }
+  g.ledger_note = notes;
+  g.phase_sink = sink;
+  return g;
+}
+
+Status DaemonClaimBroker::release(uint64_t claim_id) {
+  auto reply = call("release", json{{"job", claim_id}}, -1);
+  if (!reply) return reply.error();
+  return Status::Ok();
+}
+
+}  // namespace mlos

@@ -1,0 +1,54 @@
+// The daemon engine's broker: claims are granted by mlosd over its socket.
+// Each grant comes with a phase page (a sealed memfd handed to mlosd with
+// SCM_RIGHTS) that Job::set_phase writes with plain stores, so phase hints
+// cost no round trip; mlosd reads the page on its own schedule.
+//
+// One connection per process, opened lazily, reopened after a fork (a child
+// must not share its parent's connection, whose SO_PEERCRED names the
+// parent) and after the daemon restarted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "daemon/daemon_client.h"
+#include "engine/claim_broker.h"
+
+namespace mlos {
+
+class DaemonClaimBroker final : public ClaimBroker {
+ public:
+  DaemonClaimBroker(std::string socket_path, Topology topology, CpuSet allowed);
+
+  // The broker for this process if mlosd answers at default_socket_path(),
+  // else DAEMON_UNAVAILABLE.
+  static Result<std::shared_ptr<DaemonClaimBroker>> for_this_process();
+
+  // A reply lost after the request was sent is DAEMON_UNAVAILABLE and says
+  // that mlosd may have granted it (such a job is pruned when this process
+  // exits); it is never retried, so nothing is granted twice.
+  Result<Grant> acquire(const ClaimRequest& request) override;
+  // Retried once on a fresh connection (release is idempotent on the
+  // daemon's side: an unknown job is reported, not acted on).
+  Status release(uint64_t claim_id) override;
+  const Topology& topology() const override { return topology_; }
+  CpuSet allowed_cpus() const override { return allowed_; }
+
+ private:
+  // Runs `op` on the live connection, reconnecting first if needed; retries
+  // once on a fresh connection if the request could not be sent at all.
+  Result<nlohmann::json> call(const std::string& op, const nlohmann::json& args, int pass_fd);
+
+  const std::string path_;
+  const Topology topology_;
+  const CpuSet allowed_;
+  std::mutex mu_;
+  std::optional<daemon::DaemonClient> conn_;
+  pid_t conn_pid_ = 0;
+};
+
+}  // namespace mlos
