@@ -1,0 +1,183 @@
+"""Starting mlosd for a test, and talking its protocol from Python.
+
+Each test's daemon gets a private socket and state directory under tmp_path
+and, when it uses the real cgroup v1 hierarchy, a cgroup base of its own
+(removed afterwards), so tests never see each other's jobs."""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import build_dir
+
+V1_CPUSET = Path("/sys/fs/cgroup/cpuset")
+V1_CONTROLLERS = ("cpuset", "cpu", "memory", "cpuacct")
+
+
+def encode(kind: int, payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"MLOS" + struct.pack("<HHII", 1, kind, len(body), 0) + body
+
+
+def read_frame(sock) -> dict:
+    header = b""
+    while len(header) < 16:
+        chunk = sock.recv(16 - len(header))
+        if not chunk:
+            raise ConnectionError("closed before a reply header")
+        header += chunk
+    assert header[:4] == b"MLOS"
+    (length,) = struct.unpack("<I", header[8:12])
+    body = b""
+    while len(body) < length:
+        chunk = sock.recv(length - len(body))
+        if not chunk:
+            raise ConnectionError("closed inside a reply")
+        body += chunk
+    return json.loads(body)
+
+
+class Client:
+    """One connection; call() sends a request and returns the reply."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(str(path))
+        self.next_id = 1
+
+    def call(self, op, **args):
+        args.update(op=op, id=self.next_id)
+        self.next_id += 1
+        self.sock.sendall(encode(1, args))
+        return read_frame(self.sock)
+
+    def close(self):
+        self.sock.close()
+
+
+class Daemon:
+    def __init__(self, tmp_path: Path, cgroups="none", extra_args=()):
+        self.dir = tmp_path
+        self.socket = tmp_path / "mlosd.sock"
+        self.state_dir = tmp_path / "state"
+        self.base = f"mlos-test-{os.getpid()}-{tmp_path.name}"[:60] if cgroups != "none" else None
+        self.cgroups = cgroups
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.log = tmp_path / "mlosd.log"
+
+    @property
+    def binary(self):
+        return str(build_dir() / "bin" / "mlosd")
+
+    def argv(self):
+        a = [self.binary, "--socket", str(self.socket), "--state-dir", str(self.state_dir),
+             "--cgroups", self.cgroups, "--metrics-listen", "127.0.0.1:0", "--sample-interval-ms", "50"]
+        if self.base:
+            a += ["--cgroup-base", self.base]
+        return a + self.extra_args
+
+    def start(self, timeout=10):
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "a"))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"mlosd exited {self.proc.returncode}: {self.log.read_text()}")
+            if "ready on" in self.log.read_text()[offset:]:
+                return self
+            time.sleep(0.02)
+        raise AssertionError(f"mlosd not ready: {self.log.read_text()}")
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(10)
+
+    def client(self):
+        return Client(self.socket)
+
+    def status(self):
+        c = self.client()
+        try:
+            r = c.call("status")
+            assert r["ok"], r
+            return r
+        finally:
+            c.close()
+
+    def client_env(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+        env.update(MLOS_MODE="daemon", MLOS_DAEMON_SOCKET=str(self.socket), MLOS_RUNTIME_DIR=str(self.dir))
+        return env
+
+    def cgroup_dir(self, controller, job=None):
+        d = Path("/sys/fs/cgroup") / controller / self.base
+        return d / job if job else d
+
+    def remove_cgroups(self):
+        """Moves leftovers to the root and removes this test's cgroup base."""
+        if not self.base:
+            return
+        for ctl in V1_CONTROLLERS:
+            base = Path("/sys/fs/cgroup") / ctl / self.base
+            if not base.is_dir():
+                continue
+            for child in sorted(p for p in base.iterdir() if p.is_dir()):
+                for pid in (child / "cgroup.procs").read_text().split():
+                    try:
+                        (Path("/sys/fs/cgroup") / ctl / "cgroup.procs").write_text(pid)
+                    except OSError:
+                        pass
+                child.rmdir()
+            base.rmdir()
+
+
+def v1_cgroups_usable() -> str:
+    """'' if the v1 cpuset/cpu/memory hierarchies are mounted and writable, else why not."""
+    for ctl in ("cpuset", "cpu", "memory"):
+        if not (Path("/sys/fs/cgroup") / ctl / "cgroup.procs").exists():
+            return f"cgroup v1 {ctl} controller not mounted at /sys/fs/cgroup/{ctl}"
+    if os.geteuid() != 0:
+        return "needs root to create cgroups"
+    return ""
+
+
+def start_job_client(daemon: Daemon, cpus=1, exclusive=True, label="job"):
+    """Starts tests/daemon/daemon_job_client and waits for its GRANTED line."""
+    binary = str(build_dir() / "bin" / "mlos_daemon_job_client")
+    p = subprocess.Popen([binary, str(cpus), "1" if exclusive else "0", label], env=daemon.client_env(),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("GRANTED"), f"client: {line!r} {p.stderr.read() if p.poll() is not None else ''}"
+    fields = dict(f.split("=", 1) for f in line.split()[1:])
+    p.claim = int(fields["claim"])
+    p.cpus = fields["cpus"]
+    return p
+
+
+def allowed_cpus(pid) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split()[1]
+    raise AssertionError("no Cpus_allowed_list")
+
+
+def wait_for(predicate, timeout=5.0, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
