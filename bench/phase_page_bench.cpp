@@ -18,7 +18,8 @@ void BM_PhasePagePublish(benchmark::State& state) {
   mlos::PhasePageWriter w(page->data(), 0);
   uint64_t t = 0;
   for (auto _ : state) {
-    w.publish((t & 1) ? MLOS_TRAINING_PHASE_FORWARD : MLOS_TRAINING_PHASE_BACKWARD, ++t);
+    ++t;
+    w.publish((t & 1) ? MLOS_TRAINING_PHASE_FORWARD : MLOS_TRAINING_PHASE_BACKWARD, t);
     benchmark::ClobberMemory();
   }
 }

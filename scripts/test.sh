@@ -22,4 +22,7 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # discovery on real hardware, which this run does not exercise.
   (cd build-asan && HWLOC_COMPONENTS=-pci UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
      ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz)\.')
+  # mlosd, its clients and the CLI under ASan/UBSan, through the daemon
+  # end-to-end tests (TSan: bash scripts/sanitize_daemon.sh thread).
+  bash scripts/sanitize_daemon.sh address,undefined
 fi

@@ -35,9 +35,9 @@ Status DaemonConfig::merge(const json& c) {
         if (next.socket.empty() || next.socket[0] != '/') throw std::invalid_argument("socket must be an absolute path");
       } else if (key == "socket_mode") {
         const std::string m = str(v, "socket_mode");
-        size_t used = 0;
-        const unsigned long mode = m.empty() ? 010000 : std::stoul(m, &used, 8);
-        if (used != m.size() || mode > 0777) throw std::invalid_argument("socket_mode must be octal like \"0660\"");
+        const bool octal = !m.empty() && m.size() <= 4 && m.find_first_not_of("01234567") == std::string::npos;
+        const unsigned long mode = octal ? std::stoul(m, nullptr, 8) : 010000;
+        if (mode > 0777) throw std::invalid_argument("socket_mode must be octal like \"0660\"");
         next.socket_mode = static_cast<mode_t>(mode);
       } else if (key == "state_dir") {
         next.state_dir = str(v, "state_dir");

@@ -1,6 +1,7 @@
 #include "daemon/job_manager.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 
 #include "core/json_fields.h"
@@ -19,23 +20,44 @@ const std::set<std::string>& request_keys() {
   return keys;
 }
 
+// a[key] as an int (`fallback` if absent); std::invalid_argument naming the
+// key for anything else: no fraction, bool or out-of-range value is converted.
+int int_field(const json& a, const char* key, int fallback) {
+  const auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  const bool fits = it->is_number_unsigned() ? it->get<uint64_t>() <= uint64_t{INT_MAX}
+                                             : it->is_number_integer() && it->get<int64_t>() >= INT_MIN &&
+                                                   it->get<int64_t>() <= INT_MAX;
+  if (!fits) throw std::invalid_argument(std::string(key) + " must be an integer, got " + it->dump());
+  return it->get<int>();
+}
+
+bool bool_field(const json& a, const char* key) {
+  const auto it = a.find(key);
+  if (it == a.end()) return false;
+  if (!it->is_boolean()) throw std::invalid_argument(std::string(key) + " must be true or false, got " + it->dump());
+  return it->get<bool>();
+}
+
 // Reads the request's fields strictly: a wrong type or an unknown key is
 // INVALID_ARGUMENT naming it (a client bug must not be half-understood).
 Result<PlacementRequest> parse_placement(const json& a, int* priority, std::string* label, int* page_fd) {
   try {
+    if (!a.is_object()) throw std::invalid_argument("arguments must be a JSON object");
     for (const auto& [key, value] : a.items()) {
       if (!request_keys().count(key)) throw std::invalid_argument("unknown field '" + key + "'");
     }
     PlacementRequest r;
-    r.num_cpus = a.value("num_cpus", 1);
+    r.num_cpus = int_field(a, "num_cpus", 1);
     r.memory_bytes = a.contains("memory_bytes") ? non_negative_field(a, "memory_bytes") : 0;
-    r.numa_preference = a.value("numa_preference", -1);
-    r.exclusive = a.value("exclusive", false);
-    r.single_node = a.value("single_node", false);
-    r.strict_membind = a.value("strict_membind", false);
-    *priority = a.value("priority", 0);
+    r.numa_preference = int_field(a, "numa_preference", -1);
+    r.exclusive = bool_field(a, "exclusive");
+    r.single_node = bool_field(a, "single_node");
+    r.strict_membind = bool_field(a, "strict_membind");
+    *priority = int_field(a, "priority", 0);
+    if (a.contains("label") && !a["label"].is_string()) throw std::invalid_argument("label must be a string");
     *label = a.value("label", std::string());
-    *page_fd = a.value("page_fd", -1);
+    *page_fd = int_field(a, "page_fd", -1);
     if (*priority < MLOS_PRIORITY_MIN || *priority > MLOS_PRIORITY_MAX) {
       throw std::invalid_argument("priority " + std::to_string(*priority) + " outside [" +
                                   std::to_string(MLOS_PRIORITY_MIN) + ", " + std::to_string(MLOS_PRIORITY_MAX) + "]");
@@ -132,6 +154,12 @@ Result<std::vector<std::string>> JobManager::recover() {
     Live& j = jobs_.at(r.id);
     follow_phase(j);
     apply_cgroup(j, true);
+    // A cgroup that vanished while mlosd was down comes back empty: put the
+    // owner back in.
+    if (d_.cgroups && j.weight != 0) {
+      auto procs = d_.cgroups->processes(r.cgroup());
+      if (procs && procs->empty()) (void)d_.cgroups->attach(r.cgroup(), r.owner.pid);
+    }
     report.push_back("adopted job " + std::to_string(r.id) + " (" + r.label + "): pid " + std::to_string(r.owner.pid) +
                      ", CPUs " + r.cpus.to_list() + (j.page ? ", phase page mapped" : ""));
   }

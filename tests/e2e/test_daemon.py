@@ -274,3 +274,21 @@ def test_check_config(tmp_path):
     bad.write_text('{"arbitration": {"phase_weights": {"BACKWRD": 300}}}')
     r = subprocess.run([d.binary, "--check-config", "-c", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2 and "BACKWRD" in r.stderr
+
+
+def test_shipped_config_and_systemd_unit_are_valid(tmp_path):
+    repo = Path(__file__).resolve().parents[2]
+    d = Daemon(tmp_path)
+    r = subprocess.run([d.binary, "--check-config", "-c", str(repo / "packaging/systemd/mlosd.json"), "--cgroups",
+                        "none"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze not installed")
+    unit = repo / "packaging/systemd/mlosd.service"
+    r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    # Only the binary's absence (it is not installed here) may be reported.
+    problems = [l for l in (r.stdout + r.stderr).splitlines() if l.strip() and "is not executable" not in l]
+    assert not problems, problems
+    text = unit.read_text()
+    settings = [l for l in text.splitlines() if not l.startswith("#")]
+    assert "Delegate=yes" in settings and not any(l.startswith("ProtectControlGroups") for l in settings)

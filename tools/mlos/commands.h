@@ -11,8 +11,12 @@ struct TopoOptions {
 };
 int run_topo(const TopoOptions& options);
 
+// source: "auto" (mlosd if one answers at socket, else the ledger),
+// "daemon" (mlosd or fail) or "ledger". socket "" = default_socket_path().
 struct StatusOptions {
   bool json = false;
+  std::string source = "auto";
+  std::string socket;
 };
 int run_status(const StatusOptions& options);
 
@@ -31,5 +35,22 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 int run_run(const RunOptions& options);
+
+// iterations 0 = until SIGINT/SIGTERM; batch: no escape codes (always so
+// when stdout is not a terminal).
+struct TopOptions {
+  std::string socket;
+  double interval = 1.0;
+  int iterations = 0;
+  bool batch = false;
+};
+int run_top(const TopOptions& options);
+
+// Execs mlosd with `args`; returns only if that failed (126, or 127 when
+// mlosd was not found).
+struct DaemonOptions {
+  std::vector<std::string> args;
+};
+int run_daemon(const DaemonOptions& options);
 
 }  // namespace mlos::cli

@@ -16,8 +16,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", MLOS_VERSION_STRING);
   app.footer(
       "Exit codes: 0 success; 1 failure; 2 usage error. `mlos run` returns CMD's exit status, or 125 if mlos "
-      "failed before starting CMD, 126 if CMD is not executable, 127 if it was not found.\n"
-      "Environment: MLOS_RUNTIME_DIR (ledger directory), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
+      "failed before starting CMD, 126 if CMD is not executable, 127 if it was not found. `mlos daemon` returns "
+      "mlosd's exit status, or 126/127 if mlosd cannot be run / was not found.\n"
+      "Environment: MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
       "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology).");
 
   TopoOptions topo;
@@ -25,8 +26,34 @@ int main(int argc, char** argv) {
   topo_cmd->add_flag("--json", topo.json, "Machine-readable output (schema_version 1)");
 
   StatusOptions status;
-  auto* status_cmd = app.add_subcommand("status", "List the CPU claims on this machine (dead owners omitted)");
+  auto* status_cmd = app.add_subcommand(
+      "status", "List mlosd's jobs, or without a daemon the CPU claims on this machine (dead owners omitted)");
   status_cmd->add_flag("--json", status.json, "Machine-readable output (schema_version 1)");
+  status_cmd
+      ->add_option("--source", status.source,
+                   "auto: mlosd if one answers at the socket, else the claim ledger; daemon: mlosd or fail; "
+                   "ledger: the claim ledger only")
+      ->check(CLI::IsMember({"auto", "daemon", "ledger"}))
+      ->default_str("auto");
+  status_cmd->add_option("--socket", status.socket, "mlosd's socket (default $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock)");
+
+  TopOptions top;
+  auto* top_cmd = app.add_subcommand(
+      "top", "Live view of mlosd's jobs: phase, phase profile, memory and CPU use (quit: Ctrl-C)");
+  top_cmd->add_option("--socket", top.socket, "mlosd's socket (default $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock)");
+  top_cmd->add_option("-d,--interval", top.interval, "Seconds between refreshes")
+      ->check(CLI::Range(0.05, 86400.0))
+      ->default_str("1.0");
+  top_cmd->add_option("-n,--iterations", top.iterations, "Stop after N refreshes (0: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("0");
+  top_cmd->add_flag("-b,--batch", top.batch, "Plain text, no screen control (like top -b); implied when stdout is not a terminal");
+
+  // `mlos daemon ARGS...` is dispatched before parsing (below): ARGS are
+  // mlosd's, verbatim. This entry is for `mlos --help`.
+  app.add_subcommand("daemon",
+                     "Run mlosd (found next to mlos, in ../sbin, or on PATH) with ARGS, e.g. --check-config -c FILE; "
+                     "`mlos daemon --help` shows mlosd's options");
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand(
@@ -49,6 +76,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Print the placement as JSON (stdout for --dry-run, else stderr)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "Print the placement on stderr before starting CMD");
   run_cmd->add_option("command", run.command, "CMD [ARGS...] (after --); not needed with --dry-run");
+
+  if (argc >= 2 && std::string(argv[1]) == "daemon") return run_daemon(DaemonOptions{{argv + 2, argv + argc}});
 
   // Everything after the first "--" is CMD, passed on verbatim: CLI11 would
   // otherwise read "[a,b]" as a list and strip or split it.
@@ -75,5 +104,6 @@ int main(int argc, char** argv) {
   }
   if (topo_cmd->parsed()) return run_topo(topo);
   if (status_cmd->parsed()) return run_status(status);
+  if (top_cmd->parsed()) return run_top(top);
   return run_run(run);
 }

@@ -5,6 +5,9 @@
 
 #include "cli_output.h"
 #include "commands.h"
+#include "daemon_query.h"
+#include "daemon_view.h"
+#include "mlos/errors.h"
 #include "os/ledger_file.h"
 
 namespace mlos::cli {
@@ -14,9 +17,9 @@ std::string user_name(uint32_t uid) {
   struct passwd* pw = getpwuid(uid);
   return pw ? pw->pw_name : std::to_string(uid);
 }
-}  // namespace
 
-int run_status(const StatusOptions& options) {
+// The claims of the embedded ledger (what status showed before mlosd).
+int ledger_status(const StatusOptions& options) {
   os::LedgerFile ledger_file(os::default_runtime_dir());
   auto ledger = ledger_file.read();
   if (!ledger) {
@@ -58,6 +61,23 @@ int run_status(const StatusOptions& options) {
            c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
            c.label.c_str());
   }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_status(const StatusOptions& options) {
+  if (options.source == "ledger") return ledger_status(options);
+  const std::string socket = resolve_socket(options.socket);
+  auto reply = query_daemon_status(socket);
+  if (!reply) {
+    // auto: no daemon answering means the embedded ledger is in charge.
+    if (options.source == "auto" && reply.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) return ledger_status(options);
+    report_error("status", reply.error(), options.json);
+    return kExitFailure;
+  }
+  if (options.json) std::cout << daemon_status_json(*reply, socket).dump(2) << "\n";
+  else std::cout << daemon_status_text(*reply, socket);
   return kExitOk;
 }
 

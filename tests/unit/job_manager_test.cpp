@@ -1,0 +1,703 @@
+// mlosd's job logic (daemon/job_manager) with every dependency injected: a
+// synthetic 2-node topology, the cgroup v2 driver over an in-memory cgroupfs
+// that enforces the kernel's rules, the registry file in a temp directory,
+// and processes, uids and the clock faked from maps the tests control.
+#include "daemon/job_manager.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/phase_page.h"
+#include "core/topology.h"
+#include "daemon/job_registry.h"
+#include "fakes/fake_cgroup_v2_fs.h"
+#include "os/cgroup/cgroup_driver.h"
+#include "os/checked_json_file.h"
+#include "os/shared_page.h"
+
+namespace mlos::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using mlos_test::FakeCgroupV2Fs;
+
+constexpr uid_t kAlice = 1000;
+constexpr uid_t kBob = 2000;
+constexpr uint64_t kGigabyte = 1'000'000'000;  // divisible by 10: memory.high is exact
+
+// A process the fakes know about: identify() gives {pid, start_time},
+// is_alive() is true while `alive` and the start time still matches.
+struct FakeProcess {
+  uint64_t start_time = 0;
+  uid_t uid = 0;
+  bool alive = true;
+};
+
+// A phase page as a client holds it: the writable mapping and its writer.
+struct ClientPage {
+  os::SharedPage page;
+  PhasePageWriter writer;
+};
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "mlos-jobmanager-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    state_ = std::make_shared<os::CheckedJsonFile>(dir_.string(), "registry.json", "mlosd-registry",
+                                                   JobRegistry::kSchemaVersion);
+    cgroups_ = os::make_cgroup_v2_driver(cgroupfs_, "mlos");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // A running process `pid` of `uid`, started at a time derived from its pid.
+  os::PeerCredentials spawn(pid_t pid, uid_t uid) {
+    processes_[pid] = FakeProcess{static_cast<uint64_t>(pid) * 10 + 7, uid, true};
+    return os::PeerCredentials{pid, uid, uid};
+  }
+
+  JobManagerDeps deps() {
+    JobManagerDeps d;
+    d.topology = make_uniform_topology(2, 4, 1);  // CPUs 0-3 on node 0, 4-7 on node 1
+    d.allowed = d.topology.all_cpus();
+    d.memory = [] { return MemoryAvailability{}; };
+    d.cgroups = cgroups_;
+    d.state = state_;
+    d.identify = [this](pid_t pid) -> Result<ProcessId> {
+      auto it = processes_.find(pid);
+      if (it == processes_.end() || !it->second.alive) return make_sys_error(ESRCH, "no process " + std::to_string(pid));
+      return ProcessId{pid, it->second.start_time};
+    };
+    d.is_alive = [this](const ProcessId& id) {
+      auto it = processes_.find(id.pid);
+      return it != processes_.end() && it->second.alive && it->second.start_time == id.start_time;
+    };
+    d.uid_of = [this](pid_t pid) -> Result<uid_t> {
+      auto it = processes_.find(pid);
+      if (it == processes_.end()) return make_sys_error(ESRCH, "no process " + std::to_string(pid));
+      return it->second.uid;
+    };
+    d.fetch_fd = [this](const ProcessId& owner, int fd) -> Result<os::UniqueFd> {
+      auto it = client_fds_.find({owner.pid, fd});
+      if (it == client_fds_.end()) return make_sys_error(EBADF, "no such descriptor");
+      return os::UniqueFd(dup(it->second));
+    };
+    d.now_ns = [this] { return now_ns_; };
+    d.now_unix = [] { return int64_t{1700000000}; };
+    return d;
+  }
+
+  std::unique_ptr<JobManager> make_manager() { return std::make_unique<JobManager>(deps()); }
+
+  // A phase page for a client; publish() through the returned writer.
+  std::unique_ptr<ClientPage> make_page() {
+    auto page = os::SharedPage::create("t");
+    EXPECT_TRUE(page.ok());
+    void* data = page->data();
+    return std::unique_ptr<ClientPage>(new ClientPage{std::move(*page), PhasePageWriter(data, now_ns_)});
+  }
+
+  // Requests a job for `peer` passing `page` the way the control server does:
+  // a duplicate of the client's descriptor plus its number in the args.
+  Result<json> request_with_page(JobManager& m, const os::PeerCredentials& peer, json args, const ClientPage& page) {
+    const int client_fd = page.page.fd();
+    args["page_fd"] = client_fd;
+    client_fds_[{peer.pid, client_fd}] = client_fd;  // what pidfd_getfd would fetch after a restart
+    return m.request(peer, args, os::UniqueFd(dup(client_fd)));
+  }
+
+  // The registry file as a restarted daemon would read it.
+  JobRegistry saved_registry() {
+    auto loaded = state_->load();
+    EXPECT_TRUE(loaded.ok());
+    if (!loaded.ok() || !loaded->has_value()) return {};
+    auto parsed = JobRegistry::from_json(**loaded);
+    EXPECT_TRUE(parsed.ok());
+    return parsed.ok() ? *parsed : JobRegistry{};
+  }
+  std::vector<uint64_t> saved_ids() {
+    std::vector<uint64_t> ids;
+    for (const auto& r : saved_registry().jobs) ids.push_back(r.id);
+    return ids;
+  }
+
+  std::optional<std::string> cgroup_file(uint64_t job, const std::string& name) const {
+    return cgroupfs_->file("mlos/job-" + std::to_string(job) + "/" + name);
+  }
+  bool cgroup_exists(uint64_t job) const { return cgroupfs_->exists("mlos/job-" + std::to_string(job)); }
+
+  static json find_job(const json& status, uint64_t id) {
+    for (const auto& j : status["jobs"]) {
+      if (j["job"] == id) return j;
+    }
+    return nullptr;
+  }
+
+  std::string file_bytes() const {
+    std::ifstream in(state_->path(), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  fs::path dir_;
+  std::shared_ptr<FakeCgroupV2Fs> cgroupfs_ =
+      std::make_shared<FakeCgroupV2Fs>(std::vector<std::string>{"cpuset", "cpu", "io", "memory"});
+  std::shared_ptr<os::CgroupDriver> cgroups_;
+  std::shared_ptr<os::CheckedJsonFile> state_;
+  std::map<pid_t, FakeProcess> processes_;
+  std::map<std::pair<pid_t, int>, int> client_fds_;
+  uint64_t now_ns_ = 5'000'000'000;
+};
+
+// ---- granting CPUs ----
+
+TEST_F(JobManagerTest, ExclusiveJobsGetDisjointCpusAndLeaveTheSharedPool) {
+  auto m = make_manager();
+  auto a = m->request(spawn(101, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {});
+  auto b = m->request(spawn(102, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  ASSERT_TRUE(b.ok()) << b.error().describe();
+  const CpuSet cpus_a = *CpuSet::parse_list((*a)["cpus"].get<std::string>());
+  const CpuSet cpus_b = *CpuSet::parse_list((*b)["cpus"].get<std::string>());
+  EXPECT_EQ(cpus_a.count(), 3);
+  EXPECT_EQ(cpus_b.count(), 3);
+  EXPECT_EQ(cpus_a.minus(cpus_b), cpus_a) << "overlap: " << cpus_a.to_list() << " / " << cpus_b.to_list();
+
+  const json st = m->status();
+  EXPECT_EQ(st["exclusive_cpus"], (cpus_a | cpus_b).to_list());
+  EXPECT_EQ(st["shared_pool"], CpuSet::parse_list("0-7")->minus(cpus_a | cpus_b).to_list());
+}
+
+TEST_F(JobManagerTest, ExclusiveRequestThatDoesNotFitIsBusyAndNotSaved) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {}).ok());
+  ASSERT_TRUE(m->request(spawn(102, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {}).ok());
+
+  auto c = m->request(spawn(103, kAlice), {{"num_cpus", 4}, {"exclusive", true}}, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, MLOS_ERR_CPUS_BUSY) << c.error().describe();
+  EXPECT_EQ(m->status()["jobs"].size(), 2u);
+  EXPECT_FALSE(cgroup_exists(3));
+  const JobRegistry saved = saved_registry();
+  EXPECT_EQ(saved.jobs.size(), 2u);
+  EXPECT_EQ(saved.next_id, 3u) << "a refused request must not use up a job id";
+}
+
+TEST_F(JobManagerTest, SharedJobsMayOverlapButNotExclusiveCpus) {
+  auto m = make_manager();
+  auto excl = m->request(spawn(101, kAlice), {{"num_cpus", 6}, {"exclusive", true}}, {});
+  ASSERT_TRUE(excl.ok()) << excl.error().describe();
+  auto shared = m->request(spawn(102, kAlice), {{"num_cpus", 2}}, {});
+  ASSERT_TRUE(shared.ok()) << shared.error().describe();
+  const CpuSet e = *CpuSet::parse_list((*excl)["cpus"].get<std::string>());
+  const CpuSet s = *CpuSet::parse_list((*shared)["cpus"].get<std::string>());
+  EXPECT_EQ(s.minus(e), s) << "shared job placed on exclusive CPUs " << s.to_list();
+}
+
+// ---- cgroups ----
+
+TEST_F(JobManagerTest, EachJobGetsItsOwnCgroupWithItsCpusPidAndMemoryLimits) {
+  auto m = make_manager();
+  auto a = m->request(spawn(101, kAlice), {{"num_cpus", 2}, {"memory_bytes", kGigabyte}}, {});
+  auto b = m->request(spawn(102, kBob), {{"num_cpus", 3}, {"exclusive", true}}, {});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  ASSERT_TRUE(b.ok()) << b.error().describe();
+  EXPECT_EQ((*a)["cgroup"], "job-1");
+  EXPECT_EQ((*b)["cgroup"], "job-2");
+
+  EXPECT_EQ(cgroup_file(1, "cpuset.cpus"), (*a)["cpus"].get<std::string>());
+  EXPECT_EQ(cgroup_file(1, "cpuset.mems"), (*a)["mems"].get<std::string>());
+  EXPECT_EQ(cgroup_file(1, "cgroup.procs"), "101");
+  EXPECT_EQ(cgroup_file(1, "memory.max"), "1000000000");
+  EXPECT_EQ(cgroup_file(1, "memory.high"), "900000000");
+  EXPECT_EQ(cgroup_file(1, "memory.low"), "0");
+
+  EXPECT_EQ(cgroup_file(2, "cpuset.cpus"), (*b)["cpus"].get<std::string>());
+  EXPECT_EQ(cgroup_file(2, "cgroup.procs"), "102");
+  EXPECT_EQ(cgroup_file(2, "memory.max"), "max") << "no memory_bytes: no limit";
+  EXPECT_EQ(cgroup_file(2, "memory.high"), "max");
+}
+
+TEST_F(JobManagerTest, SecondJobOfTheSameProcessSharesItsCgroupMembership) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  auto second = m->request(alice, {{"num_cpus", 1}}, {});
+  ASSERT_TRUE(second.ok()) << second.error().describe();
+  EXPECT_EQ(cgroup_file(1, "cgroup.procs"), "101");
+  EXPECT_EQ(cgroup_file(2, "cgroup.procs"), "");
+  ASSERT_EQ((*second)["notes"].size(), 1u);
+  EXPECT_NE((*second)["notes"][0].get<std::string>().find("job-1"), std::string::npos);
+}
+
+// ---- phases and CPU weights ----
+
+TEST_F(JobManagerTest, UnmarkedJobGetsForwardWeightScaledByPriority) {
+  auto m = make_manager();
+  auto page = make_page();
+  auto r = request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}, {"priority", 5}}, *page);
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "150");  // 100 * (100 + 10*5) / 100
+  const json job = find_job(m->status(), 1);
+  EXPECT_EQ(job["phase"], "UNMARKED");
+  EXPECT_EQ(job["cpu_weight"], 150);
+}
+
+TEST_F(JobManagerTest, UnmarkedJobWithDefaultPriorityGetsWeight100) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  m->tick();
+  EXPECT_EQ(find_job(m->status(), 1)["cpu_weight"], 100);
+  // Written, not just the kernel's default.
+  bool wrote_weight = false;
+  for (const auto& [path, value] : cgroupfs_->writes()) {
+    if (path == "mlos/job-1/cpu.weight" && value == "100") wrote_weight = true;
+  }
+  EXPECT_TRUE(wrote_weight);
+}
+
+TEST_F(JobManagerTest, PagePhaseFollowedOnTick) {
+  auto m = make_manager();
+  auto page = make_page();
+  ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}}, *page).ok());
+  EXPECT_EQ(find_job(m->status(), 1)["phase_source"], "page");
+
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100") << "nothing changes before the tick";
+  EXPECT_TRUE(m->tick().empty());
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
+  EXPECT_EQ(find_job(m->status(), 1)["phase"], "BACKWARD");
+
+  page->writer.publish(MLOS_TRAINING_PHASE_DATA_LOADING, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "50");
+  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "10");
+}
+
+TEST_F(JobManagerTest, PhaseWeightIsScaledByPriority) {
+  auto m = make_manager();
+  auto page = make_page();
+  ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}, {"priority", -5}}, *page).ok());
+  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");  // 400 * (100 - 50) / 100
+}
+
+TEST_F(JobManagerTest, CheckpointProtectsMemoryAndLeavingItResetsProtection) {
+  auto m = make_manager();
+  auto page = make_page();
+  ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}, {"memory_bytes", kGigabyte}}, *page).ok());
+  EXPECT_EQ(cgroup_file(1, "memory.low"), "0");
+
+  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "400");
+  EXPECT_EQ(cgroup_file(1, "memory.low"), "1000000000");
+
+  page->writer.publish(MLOS_TRAINING_PHASE_FORWARD, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100");
+  EXPECT_EQ(cgroup_file(1, "memory.low"), "0");
+  EXPECT_EQ(cgroup_file(1, "memory.max"), "1000000000") << "the hard limit stays";
+}
+
+TEST_F(JobManagerTest, JobWithoutPageTakesPhasesOverTheSocket) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->set_phase(alice, 1, MLOS_TRAINING_PHASE_BACKWARD));
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200") << "applied at once, no tick needed";
+  const json job = find_job(m->status(), 1);
+  EXPECT_EQ(job["phase"], "BACKWARD");
+  EXPECT_EQ(job["phase_source"], "socket");
+  EXPECT_EQ(job["phase_entries"]["BACKWARD"], 1);
+}
+
+TEST_F(JobManagerTest, SetPhaseRejectsUnknownPhase) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  Status s = m->set_phase(alice, 1, MLOS_TRAINING_PHASE_COUNT);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(find_job(m->status(), 1)["phase"], "UNMARKED");
+}
+
+TEST_F(JobManagerTest, SetPhaseOnJobWithPageIsInvalidArgument) {
+  auto m = make_manager();
+  auto page = make_page();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(request_with_page(*m, alice, {{"num_cpus", 1}}, *page).ok());
+  Status s = m->set_phase(alice, 1, MLOS_TRAINING_PHASE_CHECKPOINT);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100");
+}
+
+// ---- authorisation ----
+
+TEST_F(JobManagerTest, AnotherUidMayNotChangeOrReleaseAJob) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  const auto bob = spawn(201, kBob);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+
+  Status released = m->release(bob, 1);
+  Status phased = m->set_phase(bob, 1, MLOS_TRAINING_PHASE_CHECKPOINT);
+  Status attached = m->attach(bob, 1, 201);
+  ASSERT_FALSE(released.ok());
+  ASSERT_FALSE(phased.ok());
+  ASSERT_FALSE(attached.ok());
+  EXPECT_EQ(released.error().code, MLOS_ERR_PERMISSION);
+  EXPECT_EQ(phased.error().code, MLOS_ERR_PERMISSION);
+  EXPECT_EQ(attached.error().code, MLOS_ERR_PERMISSION);
+
+  const json job = find_job(m->status(), 1);
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(job["phase"], "UNMARKED");
+  EXPECT_TRUE(cgroup_exists(1));
+  EXPECT_EQ(cgroup_file(1, "cgroup.procs"), "101");
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100");
+  EXPECT_EQ(saved_ids(), std::vector<uint64_t>{1});
+}
+
+TEST_F(JobManagerTest, RootMayReleaseAnyJob) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->release(spawn(1, 0), 1));
+  EXPECT_TRUE(m->status()["jobs"].empty());
+  EXPECT_FALSE(cgroup_exists(1));
+  EXPECT_TRUE(saved_ids().empty());
+  EXPECT_EQ(cgroupfs_->pid_location(101), "mlos/released") << "the owner is moved out before rmdir";
+}
+
+TEST_F(JobManagerTest, OwnerMayReleaseItsJob) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->release(alice, 1));
+  EXPECT_FALSE(cgroup_exists(1));
+  Status again = m->release(alice, 1);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, MLOS_ERR_INVALID_HANDLE);
+}
+
+TEST_F(JobManagerTest, UnknownJobIsInvalidHandle) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  for (Status s : {m->release(alice, 42), m->set_phase(alice, 42, MLOS_TRAINING_PHASE_FORWARD),
+                   m->attach(alice, 42, 101)}) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, MLOS_ERR_INVALID_HANDLE) << s.error().describe();
+  }
+  EXPECT_EQ(m->status()["jobs"].size(), 1u);
+}
+
+TEST_F(JobManagerTest, OwnerMayAttachItsOwnProcessButNotAnotherUidsOne) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  spawn(102, kAlice);
+  spawn(201, kBob);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+
+  ASSERT_TRUE(m->attach(alice, 1, 102));
+  EXPECT_EQ(cgroupfs_->pid_location(102), "mlos/job-1");
+
+  Status s = m->attach(alice, 1, 201);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_PERMISSION);
+  EXPECT_NE(cgroupfs_->pid_location(201), "mlos/job-1");
+}
+
+// ---- liveness ----
+
+TEST_F(JobManagerTest, TickPrunesJobsOfDeadOwners) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->request(spawn(102, kAlice), {{"num_cpus", 1}}, {}).ok());
+  EXPECT_TRUE(m->tick().empty());
+
+  processes_[101].alive = false;
+  EXPECT_EQ(m->tick(), std::vector<uint64_t>{1});
+  EXPECT_FALSE(cgroup_exists(1));
+  EXPECT_TRUE(cgroup_exists(2));
+  EXPECT_TRUE(find_job(m->status(), 1).is_null());
+  EXPECT_EQ(saved_ids(), std::vector<uint64_t>{2});
+}
+
+TEST_F(JobManagerTest, ReusedPidDoesNotKeepAJobAlive) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  processes_[101].start_time += 1;  // the owner died, its pid went to a new process
+  EXPECT_EQ(m->tick(), std::vector<uint64_t>{1});
+  EXPECT_TRUE(saved_ids().empty());
+}
+
+TEST_F(JobManagerTest, OwnerExitedPrunesOnlyWhenTheOwnerIsGone) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  EXPECT_FALSE(m->owner_exited(1));
+  EXPECT_TRUE(cgroup_exists(1));
+  processes_[101].alive = false;
+  EXPECT_TRUE(m->owner_exited(1));
+  EXPECT_FALSE(cgroup_exists(1));
+  EXPECT_TRUE(saved_ids().empty());
+}
+
+// ---- persistence and recovery ----
+
+TEST_F(JobManagerTest, RecoverAdoptsLiveJobsPrunesDeadOnesAndRemovesStrayCgroups) {
+  std::string cpus_a;
+  {
+    auto first = make_manager();
+    auto a = first->request(spawn(101, kAlice), {{"num_cpus", 2}, {"exclusive", true}, {"memory_bytes", kGigabyte}}, {});
+    ASSERT_TRUE(a.ok()) << a.error().describe();
+    cpus_a = (*a)["cpus"].get<std::string>();
+    ASSERT_TRUE(first->request(spawn(102, kBob), {{"num_cpus", 2}}, {}).ok());
+  }  // the daemon stops; cgroups and the state file stay
+  processes_[102].alive = false;
+  cgroupfs_->set_processes("mlos/job-2", {});  // its owner's exit emptied it
+  ASSERT_TRUE(cgroups_->create("job-99"));     // left over from some older run
+
+  auto second = make_manager();
+  auto report = second->recover();
+  ASSERT_TRUE(report.ok()) << report.error().describe();
+
+  const json st = second->status();
+  ASSERT_EQ(st["jobs"].size(), 1u);
+  const json job = find_job(st, 1);
+  EXPECT_EQ(job["cpus"], cpus_a);
+  EXPECT_EQ(job["uid"], kAlice);
+  EXPECT_EQ(job["exclusive"], true);
+  EXPECT_EQ(st["exclusive_cpus"], cpus_a);
+  EXPECT_EQ(cgroup_file(1, "cpuset.cpus"), cpus_a);
+  EXPECT_EQ(cgroup_file(1, "memory.max"), "1000000000");
+  EXPECT_EQ(cgroup_file(1, "cgroup.procs"), "101");
+  EXPECT_FALSE(cgroup_exists(2));
+  EXPECT_FALSE(cgroup_exists(99));
+  EXPECT_EQ(saved_ids(), std::vector<uint64_t>{1});
+
+  auto line_with = [&](const std::string& text) {
+    for (const auto& l : *report) {
+      if (l.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(line_with("adopted job 1"));
+  EXPECT_TRUE(line_with("pruned job 2"));
+  EXPECT_TRUE(line_with("removed stray empty cgroup job-99"));
+}
+
+TEST_F(JobManagerTest, RecoverLeavesAStrayCgroupThatStillHasProcesses) {
+  ASSERT_TRUE(cgroups_->create("job-99"));
+  cgroupfs_->set_processes("mlos/job-99", {555});
+  auto m = make_manager();
+  auto report = m->recover();
+  ASSERT_TRUE(report.ok()) << report.error().describe();
+  EXPECT_TRUE(cgroup_exists(99));
+  EXPECT_TRUE(m->status()["jobs"].empty());
+}
+
+TEST_F(JobManagerTest, JobIdsAreNotReusedAfterRestart) {
+  {
+    auto first = make_manager();
+    ASSERT_TRUE(first->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+    ASSERT_TRUE(first->request(spawn(102, kAlice), {{"num_cpus", 1}}, {}).ok());
+    ASSERT_TRUE(first->release(spawn(102, kAlice), 2));
+  }
+  auto second = make_manager();
+  ASSERT_TRUE(second->recover().ok());
+  auto next = second->request(spawn(103, kAlice), {{"num_cpus", 1}}, {});
+  ASSERT_TRUE(next.ok()) << next.error().describe();
+  EXPECT_EQ((*next)["job"], 3);
+}
+
+TEST_F(JobManagerTest, RecoverMapsTheAdoptedJobsPhasePageAgain) {
+  auto page = make_page();
+  {
+    auto first = make_manager();
+    ASSERT_TRUE(request_with_page(*first, spawn(101, kAlice), {{"num_cpus", 1}}, *page).ok());
+  }
+  auto second = make_manager();
+  ASSERT_TRUE(second->recover().ok());
+  EXPECT_EQ(find_job(second->status(), 1)["phase_source"], "page");
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  second->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
+}
+
+TEST_F(JobManagerTest, RecoverWithoutStateFileStartsEmpty) {
+  auto m = make_manager();
+  auto report = m->recover();
+  ASSERT_TRUE(report.ok()) << report.error().describe();
+  EXPECT_TRUE(m->status()["jobs"].empty());
+  ASSERT_FALSE(report->empty());
+  EXPECT_NE((*report)[0].find("no state file"), std::string::npos);
+}
+
+TEST_F(JobManagerTest, CorruptStateFileIsRefusedAndLeftByteIdentical) {
+  {
+    auto first = make_manager();
+    ASSERT_TRUE(first->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  }
+  {
+    std::fstream f(state_->path(), std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekp(0);
+    f.write("#!garbage", 9);
+  }
+  const std::string before = file_bytes();
+  ASSERT_EQ(before.substr(0, 9), "#!garbage");
+
+  processes_[101].alive = false;  // tempt it to prune and rewrite
+  auto m = make_manager();
+  auto report = m->recover();
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.error().code, MLOS_ERR_STATE_CORRUPT) << report.error().describe();
+  EXPECT_EQ(file_bytes(), before);
+  EXPECT_TRUE(cgroup_exists(1)) << "nothing is pruned on the word of a corrupt file";
+}
+
+TEST_F(JobManagerTest, StateFileWithFlippedPayloadByteIsCorrupt) {
+  {
+    auto first = make_manager();
+    ASSERT_TRUE(first->request(spawn(101, kAlice), {{"num_cpus", 1}, {"label", "aaaa"}}, {}).ok());
+  }
+  std::string text = file_bytes();
+  const size_t at = text.find("aaaa");
+  ASSERT_NE(at, std::string::npos);
+  text[at] = 'b';  // still valid JSON, wrong checksum
+  std::ofstream(state_->path(), std::ios::binary | std::ios::trunc) << text;
+
+  auto m = make_manager();
+  auto report = m->recover();
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.error().code, MLOS_ERR_STATE_CORRUPT);
+  EXPECT_EQ(file_bytes(), text);
+}
+
+// ---- request arguments ----
+
+class JobManagerBadArgsTest : public JobManagerTest {
+ protected:
+  // The request is refused as INVALID_ARGUMENT and leaves no trace.
+  void expect_refused(const json& args) {
+    auto m = make_manager();
+    auto r = m->request(spawn(101, kAlice), args, {});
+    ASSERT_FALSE(r.ok()) << "granted: " << r->dump();
+    EXPECT_EQ(r.error().code, MLOS_ERR_INVALID_ARGUMENT) << r.error().describe();
+    EXPECT_TRUE(m->status()["jobs"].empty());
+    EXPECT_FALSE(fs::exists(state_->path()));
+    EXPECT_FALSE(cgroup_exists(1));
+  }
+};
+
+TEST_F(JobManagerBadArgsTest, UnknownKey) { expect_refused({{"num_cpus", 1}, {"num_gpus", 1}}); }
+
+TEST_F(JobManagerBadArgsTest, WrongType) {
+  expect_refused({{"num_cpus", "2"}});
+  expect_refused({{"exclusive", 1}});
+  expect_refused({{"label", 7}});
+}
+
+TEST_F(JobManagerBadArgsTest, NumberOfTheWrongKindIsNotConverted) {
+  expect_refused({{"num_cpus", 2.5}});
+  expect_refused({{"num_cpus", true}});
+  expect_refused({{"priority", false}});
+}
+
+TEST_F(JobManagerBadArgsTest, IntegerTooLargeForItsFieldDoesNotWrap) {
+  expect_refused({{"num_cpus", (uint64_t{1} << 32) + 2}});     // would wrap to 2
+  expect_refused({{"priority", (uint64_t{1} << 32) + 3}});     // would wrap to 3
+  expect_refused({{"page_fd", json(uint64_t{1} << 63)}});
+}
+
+TEST_F(JobManagerBadArgsTest, WrongTypeIsReportedByFieldName) {
+  auto m = make_manager();
+  auto r = m->request(spawn(101, kAlice), {{"priority", "high"}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("priority"), std::string::npos) << r.error().message;
+}
+
+TEST_F(JobManagerBadArgsTest, ArgumentsThatAreNotAnObject) {
+  expect_refused(nullptr);
+  expect_refused(json::array({1}));
+}
+
+TEST_F(JobManagerBadArgsTest, PriorityOutOfRange) {
+  expect_refused({{"priority", MLOS_PRIORITY_MAX + 1}});
+  expect_refused({{"priority", MLOS_PRIORITY_MIN - 1}});
+}
+
+TEST_F(JobManagerBadArgsTest, ZeroCpus) { expect_refused({{"num_cpus", 0}}); }
+
+TEST_F(JobManagerBadArgsTest, NegativeMemory) { expect_refused({{"num_cpus", 1}, {"memory_bytes", -1}}); }
+
+TEST_F(JobManagerTest, PipeAsPhasePageIsIgnoredWithANote) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  os::UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  auto m = make_manager();
+  auto r = m->request(spawn(101, kAlice), {{"num_cpus", 1}, {"page_fd", 9}}, os::UniqueFd(dup(read_end.get())));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ((*r)["notes"].size(), 1u);
+  EXPECT_NE((*r)["notes"][0].get<std::string>().find("phase page"), std::string::npos);
+  const json job = find_job(m->status(), 1);
+  EXPECT_EQ(job["phase_source"], "socket");
+  EXPECT_EQ(saved_registry().jobs.at(0).page_fd, -1) << "a restart must not try to fetch it";
+  EXPECT_TRUE(m->set_phase(spawn(101, kAlice), 1, MLOS_TRAINING_PHASE_BACKWARD));
+}
+
+TEST_F(JobManagerTest, RegularFileAsPhasePageIsIgnoredWithANote) {
+  const std::string path = (dir_ / "not-a-page").string();
+  std::ofstream(path) << std::string(8192, '\0');
+  os::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  auto m = make_manager();
+  auto r = m->request(spawn(101, kAlice), {{"num_cpus", 1}, {"page_fd", 9}}, std::move(fd));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ((*r)["notes"].size(), 1u);
+  EXPECT_NE((*r)["notes"][0].get<std::string>().find("phase page"), std::string::npos);
+  EXPECT_EQ(find_job(m->status(), 1)["phase_source"], "socket");
+}
+
+TEST_F(JobManagerTest, PageWithoutItsNumberIsIgnoredWithANote) {
+  auto m = make_manager();
+  auto page = make_page();
+  auto r = m->request(spawn(101, kAlice), {{"num_cpus", 1}}, os::UniqueFd(dup(page->page.fd())));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ((*r)["notes"].size(), 1u);
+  EXPECT_NE((*r)["notes"][0].get<std::string>().find("no page_fd"), std::string::npos);
+  EXPECT_EQ(find_job(m->status(), 1)["phase_source"], "socket");
+}
+
+TEST_F(JobManagerTest, UnknownRequesterIsRefused) {
+  auto m = make_manager();
+  auto r = m->request(os::PeerCredentials{4242, kAlice, kAlice}, {{"num_cpus", 1}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(m->status()["jobs"].empty());
+  EXPECT_FALSE(fs::exists(state_->path()));
+}
+
+}  // namespace
+}  // namespace mlos::daemon

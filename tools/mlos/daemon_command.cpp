@@ -1,0 +1,69 @@
+// mlos daemon: runs mlosd with the given arguments (exec, so mlosd keeps
+// the PID, the terminal and the exit status).
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_output.h"
+#include "commands.h"
+
+namespace mlos::cli {
+
+namespace {
+
+// The directory of the running mlos binary ("" if /proc is unreadable).
+std::string own_directory() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+// Where mlosd is looked for before PATH, in order.
+std::vector<std::string> mlosd_candidates() {
+  std::vector<std::string> out;
+  const std::string dir = own_directory();
+  if (!dir.empty()) {
+    out.push_back(dir + "/mlosd");          // build tree: build/bin/{mlos,mlosd}
+    out.push_back(dir + "/../sbin/mlosd");  // installed: PREFIX/bin/mlos, PREFIX/sbin/mlosd
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& options) {
+  std::string binary = "mlosd";  // PATH lookup unless found next to mlos
+  for (const auto& candidate : mlosd_candidates()) {
+    if (access(candidate.c_str(), X_OK) == 0) {
+      binary = candidate;
+      break;
+    }
+  }
+  std::vector<char*> argv;
+  argv.push_back(binary.data());
+  std::vector<std::string> args = options.args;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  fflush(stdout);
+  if (binary.find('/') != std::string::npos) execv(binary.c_str(), argv.data());
+  else execvp(binary.c_str(), argv.data());
+  const int err = errno;
+  if (err == ENOENT) {
+    std::cerr << "mlos daemon: mlosd not found (looked for";
+    for (const auto& candidate : mlosd_candidates()) std::cerr << " " << candidate << ",";
+    std::cerr << " and in PATH)\n";
+    return kExitNotFound;
+  }
+  std::cerr << "mlos daemon: cannot run " << binary << ": " << strerror(err) << "\n";
+  return kExitCannotExec;
+}
+
+}  // namespace mlos::cli

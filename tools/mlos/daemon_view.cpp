@@ -1,0 +1,90 @@
+#include "daemon_view.h"
+
+#include <cstdio>
+
+#include "cli_output.h"
+
+namespace mlos::cli {
+
+using nlohmann::json;
+
+std::optional<double> json_number(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string json_text(const json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (it->is_string()) return it->get<std::string>().empty() ? fallback : it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<long long>());
+  return it->dump();
+}
+
+std::string fit(const std::string& text, size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 1) + "~";
+}
+
+std::string human_duration(double seconds) {
+  const long long s = seconds < 0 ? 0 : static_cast<long long>(seconds);
+  char buf[32];
+  if (s < 60) snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600) snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else if (s < 86400) snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+  return buf;
+}
+
+std::string job_memory(const json& job) {
+  auto used = json_number(job, "memory_used_bytes");
+  auto limit = json_number(job, "memory_bytes");
+  auto show = [](std::optional<double> v) {
+    return v && *v > 0 ? human_bytes(static_cast<uint64_t>(*v)) : std::string("-");
+  };
+  if (!used && !(limit && *limit > 0)) return "-";
+  return (used ? human_bytes(static_cast<uint64_t>(*used)) : std::string("-")) + "/" + show(limit);
+}
+
+json daemon_status_json(const json& reply, const std::string& socket) {
+  json j = json_envelope("status");
+  j["source"] = "mlosd";
+  j["socket"] = socket;
+  j["daemon"] = reply.contains("daemon") ? reply["daemon"] : json::object();
+  for (const char* key : {"cpus", "exclusive_cpus", "shared_pool", "cgroups"}) {
+    if (reply.contains(key)) j[key] = reply[key];
+  }
+  j["jobs"] = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
+  return j;
+}
+
+std::string daemon_status_text(const json& reply, const std::string& socket) {
+  const json& d = reply.contains("daemon") ? reply["daemon"] : json::object();
+  std::string out = "mlosd " + json_text(d, "version") + " (pid " + json_text(d, "pid") + ", up " +
+                    human_duration(json_number(d, "uptime_seconds").value_or(0)) + ", cgroups " +
+                    json_text(reply, "cgroups") + ") on " + socket + "\n";
+  out += "CPUs " + json_text(reply, "cpus") + ", shared pool " + json_text(reply, "shared_pool") + ", exclusive " +
+         json_text(reply, "exclusive_cpus") + "\n";
+  const json& jobs = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
+  if (jobs.empty()) return out + "no jobs\n";
+  char line[512];
+  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s\n", "JOB", "LABEL", "PID", "UID",
+           "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s");
+  out += line;
+  for (const auto& job : jobs) {
+    auto cpu = json_number(job, "cpu_seconds");
+    char cpu_text[32] = "-";
+    if (cpu) snprintf(cpu_text, sizeof cpu_text, "%.1f", *cpu);
+    const bool excl = job.is_object() && job.contains("exclusive") && job["exclusive"] == true;
+    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s\n", json_text(job, "job").c_str(),
+             fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(), json_text(job, "uid").c_str(),
+             json_text(job, "cpus").c_str(), excl ? "yes" : "no", json_text(job, "phase").c_str(),
+             json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace mlos::cli

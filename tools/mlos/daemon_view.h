@@ -1,0 +1,38 @@
+// `mlos status` over mlosd: its "status" reply as JSON for --json, and as
+// a text table. Pure functions of the reply (no I/O), tolerant of missing
+// or null fields (shown as "-"), so an older or newer mlosd still renders.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mlos::cli {
+
+// Field readers shared by the daemon views: the value if `j` is an object
+// holding `key` with that type, else nullopt / `fallback`.
+std::optional<double> json_number(const nlohmann::json& j, const char* key);
+std::string json_text(const nlohmann::json& j, const char* key, const std::string& fallback = "-");
+
+// `text` cut to `width` (>= 1) characters, the last one then '~'.
+std::string fit(const std::string& text, size_t width);
+
+// "42s", "5m03s", "2h05m", "3d04h".
+std::string human_duration(double seconds);
+
+// A job's memory as "USED/LIMIT" ("12.0 MiB/64.0 MiB"); "-" stands for an
+// unknown use (no cgroup) or no limit (memory_bytes 0).
+std::string job_memory(const nlohmann::json& job);
+
+// {"schema_version":1,"command":"status","source":"mlosd","socket":...,
+//  "daemon":{...},"cpus","exclusive_cpus","shared_pool","cgroups",
+//  "jobs":[...]}: the daemon's objects passed through unchanged.
+nlohmann::json daemon_status_json(const nlohmann::json& reply, const std::string& socket);
+
+// A header line (daemon version, pid, uptime, cgroups, CPUs, shared pool,
+// exclusive CPUs), then the table JOB LABEL PID UID CPUS EXCL PHASE WEIGHT
+// MEM CPU-s, or "no jobs". Every line ends in '\n'.
+std::string daemon_status_text(const nlohmann::json& reply, const std::string& socket);
+
+}  // namespace mlos::cli
