@@ -138,6 +138,7 @@ Result<std::vector<std::string>> JobManager::recover() {
       }
     }
   }
+  std::set<int> owners_seen;
   for (const JobRecord& r : plan.adopt) {
     Live live{r, std::nullopt, PhaseProfile(d_.now_ns())};
     if (r.page_fd >= 0 && d_.fetch_fd) {
@@ -155,10 +156,12 @@ Result<std::vector<std::string>> JobManager::recover() {
     follow_phase(j);
     apply_cgroup(j, true);
     // A cgroup that vanished while mlosd was down comes back empty: put the
-    // owner back in.
-    if (d_.cgroups && j.weight != 0) {
-      auto procs = d_.cgroups->processes(r.cgroup());
-      if (procs && procs->empty()) (void)d_.cgroups->attach(r.cgroup(), r.owner.pid);
+    // owner back in, unless it belongs to another of its jobs' cgroups (one
+    // cgroup per process; see request()).
+    const bool existed = std::find(cgroups.begin(), cgroups.end(), r.cgroup()) != cgroups.end();
+    const bool first_of_owner = owners_seen.insert(r.owner.pid).second;
+    if (d_.cgroups && j.weight != 0 && !existed && first_of_owner) {
+      (void)d_.cgroups->attach(r.cgroup(), r.owner.pid);
     }
     report.push_back("adopted job " + std::to_string(r.id) + " (" + r.label + "): pid " + std::to_string(r.owner.pid) +
                      ", CPUs " + r.cpus.to_list() + (j.page ? ", phase page mapped" : ""));
