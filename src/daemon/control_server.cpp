@@ -13,8 +13,8 @@
 #include <cstring>
 #include <set>
 
-#include "core/json_fields.h"
 #include "daemon/daemon_client.h"
+#include "daemon/request_handler.h"
 #include "os/durable_file.h"
 #include "os/log_sink.h"
 #include "os/process_info.h"
@@ -40,36 +40,6 @@ Status watch(int epoll, int fd, uint64_t tag, uint32_t events) {
   return Status::Ok();
 }
 
-uint64_t job_field(const json& args) {
-  if (!args.contains("job") || !is_non_negative_integer(args["job"])) {
-    throw std::invalid_argument("'job' must be a non-negative integer");
-  }
-  return args["job"].get<uint64_t>();
-}
-
-// The cumulative stall seconds in /proc/pressure/memory ("some" and "full").
-std::optional<std::pair<double, double>> memory_stall_seconds() {
-  auto file = os::read_whole_file("/proc/pressure/memory");
-  if (!file || !file->has_value()) return std::nullopt;
-  const std::string* text = &**file;
-  double some = -1, full = -1;
-  size_t pos = 0;
-  while (pos < text->size()) {
-    size_t end = text->find('\n', pos);
-    if (end == std::string::npos) end = text->size();
-    const std::string line = text->substr(pos, end - pos);
-    const size_t t = line.find("total=");
-    if (t != std::string::npos) {
-      const double s = std::strtod(line.c_str() + t + 6, nullptr) / 1e6;
-      if (line.rfind("some", 0) == 0) some = s;
-      if (line.rfind("full", 0) == 0) full = s;
-    }
-    pos = end + 1;
-  }
-  if (some < 0) return std::nullopt;
-  return std::make_pair(some, full < 0 ? 0.0 : full);
-}
-
 }  // namespace
 
 ControlServer::ControlServer(const DaemonConfig& config, JobManager& jobs, JobMetrics& metrics, json info)
@@ -86,60 +56,10 @@ Status ControlServer::listen() {
 
 json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, os::UniqueFd fd) {
   metrics_.count_request(req.op);
-  try {
-    json reply{{"id", req.id}, {"ok", true}};
-    if (req.op == "hello") {
-      if (req.args.contains("protocol") && req.args["protocol"] != kProtocolVersion) {
-        return error_reply(req.id, make_error(MLOS_ERR_VERSION_MISMATCH,
-                                              "mlosd speaks protocol " + std::to_string(kProtocolVersion) +
-                                                  ", the client " + req.args["protocol"].dump()));
-      }
-      reply["daemon"] = info_;
-      reply["protocol"] = kProtocolVersion;
-      reply["you"] = {{"pid", peer.pid}, {"uid", peer.uid}, {"gid", peer.gid}};
-      return reply;
-    }
-    if (req.op == "status") {
-      reply.update(jobs_.status());
-      reply["daemon"] = info_;
-      reply["daemon"]["uptime_seconds"] =
-          static_cast<int64_t>(time(nullptr)) - info_.value("started_unix", int64_t{0});
-      reply["daemon"]["clients"] = clients_.size();
-      return reply;
-    }
-    if (req.op == "metrics") {
-      reply["text"] = metrics_.text();
-      return reply;
-    }
-    if (req.op == "request") {
-      auto granted = jobs_.request(peer, req.args, std::move(fd));
-      if (!granted) return error_reply(req.id, granted.error());
-      reply.update(*granted);
-      sync_owner_watches();
-      return reply;
-    }
-    if (req.op == "release") {
-      Status s = jobs_.release(peer, job_field(req.args));
-      return s ? reply : error_reply(req.id, s.error());
-    }
-    if (req.op == "phase") {
-      if (!req.args.contains("phase") || !req.args["phase"].is_number_integer()) {
-        throw std::invalid_argument("'phase' must be an integer");
-      }
-      Status s = jobs_.set_phase(peer, job_field(req.args), req.args["phase"].get<int>());
-      return s ? reply : error_reply(req.id, s.error());
-    }
-    if (req.op == "attach") {
-      if (!req.args.contains("pid") || !req.args["pid"].is_number_integer()) {
-        throw std::invalid_argument("'pid' must be an integer");
-      }
-      Status s = jobs_.attach(peer, job_field(req.args), req.args["pid"].get<pid_t>());
-      return s ? reply : error_reply(req.id, s.error());
-    }
-    return error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown op '" + req.op + "'"));
-  } catch (const std::exception& e) {
-    return error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
-  }
+  RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size()};
+  json reply = handle_request(jobs_, ctx, peer, req, std::move(fd));
+  if (req.op == "request" && reply.value("ok", false)) sync_owner_watches();
+  return reply;
 }
 
 void ControlServer::queue_reply(Client& c, const json& reply) {
@@ -275,7 +195,9 @@ void ControlServer::sample(bool metrics_due) {
   if (!metrics_due) return;
   metrics_.update(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
-  if (auto stall = memory_stall_seconds()) metrics_.set_memory_stall(stall->first, stall->second);
+  if (auto text = os::read_whole_file("/proc/pressure/memory"); text && text->has_value()) {
+    if (auto t = os::parse_pressure_totals(**text)) metrics_.set_memory_stall(t->some_us / 1e6, t->full_us / 1e6);
+  }
   write_textfile();
 }
 

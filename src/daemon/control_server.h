@@ -38,7 +38,7 @@ class ControlServer {
   // processes, and the next mlosd adopts them.
   Status run();
 
-  // One request, as the loop handles it (exposed for the fuzz target).
+  // One request, as the loop handles it.
   nlohmann::json handle(const os::PeerCredentials& peer, const Request& request, os::UniqueFd fd);
 
  private:

@@ -240,7 +240,15 @@ void JobManager::follow_phase(Live& j) {
   }
   if (!d_.cgroups || j.weight == 0) return;
   const os::CgroupLimits want = limits_for(j);
-  if (want.cpu_weight != j.weight || want.memory_low.has_value() != j.protected_memory) apply_cgroup(j, false);
+  if (want.memory_low.has_value() != j.protected_memory) {
+    apply_cgroup(j, false);
+  } else if (want.cpu_weight != j.weight) {
+    if (Status s = d_.cgroups->set_cpu_weight(j.record.cgroup(), want.cpu_weight); s) {
+      j.weight = want.cpu_weight;
+    } else {
+      apply_cgroup(j, false);  // notes the failure if it persists
+    }
+  }
 }
 
 Result<json> JobManager::request(const os::PeerCredentials& peer, const json& args, os::UniqueFd page) {
@@ -424,6 +432,7 @@ std::vector<JobSample> JobManager::samples() const {
     if (d_.cgroups) {
       if (auto u = d_.cgroups->usage(j.record.cgroup())) {
         if (u->cpu_usage_ns) s.cpu_seconds = static_cast<double>(*u->cpu_usage_ns) / 1e9;
+        if (u->memory_stall_us) s.memory_stall_seconds = static_cast<double>(*u->memory_stall_us) / 1e6;
         s.memory_bytes = u->memory_bytes;
       }
     }
@@ -466,6 +475,7 @@ json JobManager::status() const {
              {"notes", j.notes}};
     job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);
     job["memory_used_bytes"] = s.memory_bytes ? json(*s.memory_bytes) : json(nullptr);
+    job["memory_stall_seconds"] = s.memory_stall_seconds ? json(*s.memory_stall_seconds) : json(nullptr);
     jobs.push_back(std::move(job));
   }
   return json{{"cpus", d_.allowed.to_list()},

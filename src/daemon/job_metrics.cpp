@@ -28,6 +28,7 @@ struct JobMetrics::JobSeries {
   std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> seconds{};
   std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> entries{};
   TotalCounter cpu;
+  TotalCounter stall;
   prometheus::Gauge* memory = nullptr;
   prometheus::Gauge* memory_limit = nullptr;
 };
@@ -43,6 +44,10 @@ JobMetrics::JobMetrics()
                        .Name("mlos_job_phase_transitions_total")
                        .Help("Times the job entered each training phase")
                        .Register(*registry_)),
+      memory_stall_(BuildCounter()
+                        .Name("mlos_job_memory_stall_seconds_total")
+                        .Help("Time the job's tasks stalled on memory (PSI some of its cgroup; cgroup v2 only)")
+                        .Register(*registry_)),
       cpu_seconds_(BuildCounter()
                        .Name("mlos_job_cpu_seconds_total")
                        .Help("CPU time used by the job's cgroup")
@@ -143,6 +148,10 @@ void JobMetrics::update(const std::vector<JobSample>& samples) {
       advance(series->seconds[p], s.phase_seconds[p]);
       advance(series->entries[p], static_cast<double>(s.phase_entries[p]));
     }
+    if (s.memory_stall_seconds) {
+      if (!series->stall.counter) series->stall.counter = &memory_stall_.Add({{"job", s.job}});
+      advance(series->stall, *s.memory_stall_seconds);
+    }
     if (s.cpu_seconds) {
       if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add({{"job", s.job}});
       advance(series->cpu, *s.cpu_seconds);
@@ -168,6 +177,7 @@ void JobMetrics::drop(const std::string& job) {
     transitions_.Remove(s.entries[p].counter);
   }
   if (s.cpu.counter) cpu_seconds_.Remove(s.cpu.counter);
+  if (s.stall.counter) memory_stall_.Remove(s.stall.counter);
   if (s.memory) memory_.Remove(s.memory);
   if (s.memory_limit) memory_limit_.Remove(s.memory_limit);
   jobs_.erase(it);

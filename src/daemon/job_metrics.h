@@ -8,6 +8,7 @@
 //   mlos_job_phase_seconds_total{job,phase}        time spent per phase
 //   mlos_job_phase_transitions_total{job,phase}    entries into each phase
 //   mlos_job_cpu_seconds_total{job}                CPU time of the job's cgroup
+//   mlos_job_memory_stall_seconds_total{job}       memory stall time (PSI some; v2)
 //   mlos_job_memory_bytes{job}                     memory charged to it
 //   mlos_job_memory_limit_bytes{job}               its hard limit
 //
@@ -37,6 +38,7 @@ struct JobSample {
   std::array<double, MLOS_TRAINING_PHASE_COUNT> phase_seconds{};  // totals so far
   std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> phase_entries{};
   std::optional<double> cpu_seconds;
+  std::optional<double> memory_stall_seconds;  // PSI "some" of its cgroup (v2)
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> memory_limit_bytes;
 };
@@ -67,6 +69,7 @@ class JobMetrics {
   prometheus::Family<prometheus::Gauge>& phase_;
   prometheus::Family<prometheus::Counter>& phase_seconds_;
   prometheus::Family<prometheus::Counter>& transitions_;
+  prometheus::Family<prometheus::Counter>& memory_stall_;
   prometheus::Family<prometheus::Counter>& cpu_seconds_;
   prometheus::Family<prometheus::Gauge>& memory_;
   prometheus::Family<prometheus::Gauge>& memory_limit_;

@@ -135,6 +135,26 @@ Result<ProcessId> process_id(int pid, const std::string& proc_root) {
   return ProcessId{pid, st->start_time};
 }
 
+std::optional<PressureTotals> parse_pressure_totals(std::string_view text) {
+  std::optional<PressureTotals> out;
+  uint64_t full = 0;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    const size_t at = line.find(" total=");
+    if (at == std::string_view::npos) continue;
+    const std::string_view digits = line.substr(at + 7);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec != std::errc() || (end != digits.data() + digits.size() && *end != ' ')) continue;
+    if (line.substr(0, 5) == "some ") out = PressureTotals{v, 0};
+    if (line.substr(0, 5) == "full ") full = v;
+  }
+  if (out) out->full_us = full;
+  return out;
+}
+
 Result<uint32_t> process_uid(int pid, const std::string& proc_root) {
   struct stat st{};
   const std::string path = proc_root + "/" + std::to_string(pid);

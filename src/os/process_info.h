@@ -35,6 +35,16 @@ std::optional<uint64_t> parse_meminfo_field(std::string_view text, std::string_v
 // v1, "" for the v2 unified line "0::/path").
 std::optional<std::string> parse_cgroup_path(std::string_view text, std::string_view controller);
 
+// The cumulative stall times in a PSI file (/proc/pressure/memory, a v2
+// cgroup's memory.pressure): the "total=" microseconds of the "some" and
+// "full" lines (full is 0 where the file has none). nullopt if there is no
+// "some" line.
+struct PressureTotals {
+  uint64_t some_us = 0;
+  uint64_t full_us = 0;
+};
+std::optional<PressureTotals> parse_pressure_totals(std::string_view text);
+
 Result<ProcStat> read_proc_stat(int pid, const std::string& proc_root = "/proc");
 
 // The process identity of `pid` (pid + start time); NO_SUCH_THREAD if gone.

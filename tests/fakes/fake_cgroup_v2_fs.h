@@ -13,7 +13,8 @@
 //  - disabling a controller a child still enables -> EBUSY;
 //  - controller interface files exist only in non-root cgroups whose
 //    cgroup.controllers include the controller (memory.current also at the
-//    root); cpu.stat is a core file present everywhere, as in the kernel.
+//    root); cpu.stat is a core file present everywhere, memory.pressure (PSI)
+//    one of every non-root cgroup, as in the kernel.
 //    Disabling a controller drops the children's settings (the css dies);
 //  - rmdir of a cgroup with children or processes -> EBUSY; missing files ->
 //    ENOENT; writing a read-only file -> EACCES; bad values -> EINVAL.
@@ -82,6 +83,10 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
     }
     if (name == "memory.current") return std::to_string(d.memory_current) + "\n";
     if (name == "cpu.stat") return "usage_usec " + std::to_string(d.cpu_usage_usec) + "\nuser_usec 0\nsystem_usec 0\n";
+    if (name == "memory.pressure") {
+      return "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(d.memory_stall_usec) +
+             "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+    }
     auto v = d.values.find(name);
     return (v != d.values.end() ? v->second : spec(name)->initial) + "\n";
   }
@@ -132,6 +137,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
   pid_t writer_pid() const { return writer_pid_; }
   void set_memory_current(const std::string& path, uint64_t bytes) { dirs_.at(path).memory_current = bytes; }
   void set_cpu_usage_usec(const std::string& path, uint64_t usec) { dirs_.at(path).cpu_usage_usec = usec; }
+  void set_memory_stall_usec(const std::string& path, uint64_t usec) { dirs_.at(path).memory_stall_usec = usec; }
   // What reading `path` gives, without the trailing newline; nullopt if absent.
   std::optional<std::string> file(const std::string& path) const {
     auto r = read(path);
@@ -148,7 +154,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
     std::set<std::string> subtree;
     std::set<pid_t> procs;
     std::map<std::string, std::string> values;
-    uint64_t memory_current = 0, cpu_usage_usec = 0;
+    uint64_t memory_current = 0, cpu_usage_usec = 0, memory_stall_usec = 0;
   };
   struct Spec {
     const char* name;
@@ -162,6 +168,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
         {"cpu.weight", "cpu", true, false, "100"},  {"memory.max", "memory", true, false, "max"},
         {"memory.high", "memory", true, false, "max"}, {"memory.low", "memory", true, false, "0"},
         {"memory.current", "memory", false, true, ""}, {"cpu.stat", "", false, true, ""},
+        {"memory.pressure", "", false, false, ""},  // PSI: a core file of non-root cgroups
     };
     for (const Spec& s : kSpecs) {
       if (name == s.name) return &s;

@@ -197,6 +197,24 @@ TEST_F(CgroupV2DriverTest, UsageReportsMemoryAndCpuNanoseconds) {
   EXPECT_EQ(u->cpu_usage_ns, std::optional<uint64_t>(1500000));
 }
 
+TEST_F(CgroupV2DriverTest, UsageReportsMemoryStallFromPsi) {
+  ASSERT_TRUE(driver_->create("train"));
+  fs_->set_memory_stall_usec("mlos/train", 2500000);
+  auto u = driver_->usage("train");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->memory_stall_us, std::optional<uint64_t>(2500000));
+}
+
+TEST_F(CgroupV2DriverTest, SetCpuWeightWritesOnlyTheWeight) {
+  ASSERT_TRUE(driver_->create("train"));
+  const size_t before = fs_->writes().size();
+  ASSERT_TRUE(driver_->set_cpu_weight("train", 250));
+  EXPECT_EQ(fs_->file("mlos/train/cpu.weight"), "250");
+  EXPECT_EQ(fs_->writes().size(), before + 1);
+  EXPECT_EQ(driver_->set_cpu_weight("train", 0).error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(driver_->set_cpu_weight("../x", 100).error().code, MLOS_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(CgroupV2DriverTest, RemoveIsBusyWhileAProcessIsInside) {
   ASSERT_TRUE(driver_->create("train"));
   fs_->set_processes("", {4242});

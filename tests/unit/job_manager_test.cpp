@@ -184,6 +184,24 @@ TEST_F(JobManagerTest, ExclusiveJobsGetDisjointCpusAndLeaveTheSharedPool) {
   EXPECT_EQ(st["shared_pool"], CpuSet::parse_list("0-7")->minus(cpus_a | cpus_b).to_list());
 }
 
+TEST_F(JobManagerTest, StatusAndSamplesCarryTheCgroupsUsageAndMemoryStall) {
+  auto m = make_manager();
+  auto a = m->request(spawn(101, kAlice), {{"num_cpus", 1}, {"memory_bytes", 1 << 20}}, {});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  const std::string dir = "mlos/" + (*a)["cgroup"].get<std::string>();
+  cgroupfs_->set_memory_stall_usec(dir, 2500000);
+  cgroupfs_->set_cpu_usage_usec(dir, 750000);
+  cgroupfs_->set_memory_current(dir, 4096);
+  const json job = m->status()["jobs"][0];
+  EXPECT_DOUBLE_EQ(job["memory_stall_seconds"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(job["cpu_seconds"].get<double>(), 0.75);
+  EXPECT_EQ(job["memory_used_bytes"], 4096);
+  const auto samples = m->samples();
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].memory_stall_seconds, std::optional<double>(2.5));
+  EXPECT_EQ(samples[0].memory_limit_bytes, std::optional<uint64_t>(1 << 20));
+}
+
 TEST_F(JobManagerTest, ExclusiveRequestThatDoesNotFitIsBusyAndNotSaved) {
   auto m = make_manager();
   ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {}).ok());

@@ -80,6 +80,23 @@ TEST_F(ProcessInfoTest, ParseProcStatRejectsMalformedLines) {
   EXPECT_EQ(r.error().code, MLOS_ERR_SYSTEM);
 }
 
+TEST_F(ProcessInfoTest, ParsePressureTotals) {
+  auto t = parse_pressure_totals(
+      "some avg10=0.12 avg60=0.05 avg300=0.01 total=123456\n"
+      "full avg10=0.00 avg60=0.00 avg300=0.00 total=789\n");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->some_us, 123456u);
+  EXPECT_EQ(t->full_us, 789u);
+  // cpu.pressure of older kernels has no full line.
+  t = parse_pressure_totals("some avg10=0.00 avg60=0.00 avg300=0.00 total=5");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->some_us, 5u);
+  EXPECT_EQ(t->full_us, 0u);
+  EXPECT_FALSE(parse_pressure_totals(""));
+  EXPECT_FALSE(parse_pressure_totals("some avg10=0.00 total=12x\n"));
+  EXPECT_FALSE(parse_pressure_totals("full avg10=0.00 avg60=0.00 avg300=0.00 total=3\n"));
+}
+
 TEST_F(ProcessInfoTest, ParseMeminfoField) {
   const std::string meminfo =
       "MemTotal:       16318412 kB\n"

@@ -33,6 +33,9 @@ struct CgroupLimits {
 struct CgroupUsage {
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> cpu_usage_ns;
+  // Time the cgroup's tasks stalled on memory (PSI "some", v2
+  // memory.pressure); v1 has no per-cgroup PSI, so always empty there.
+  std::optional<uint64_t> memory_stall_us;
 };
 
 class CgroupDriver {
@@ -45,6 +48,9 @@ class CgroupDriver {
   // Writes every limit; a limit the hierarchy cannot express is reported in
   // `unsupported` (one line each) rather than failing the whole call.
   virtual Status apply(const std::string& job, const CgroupLimits& limits, std::vector<std::string>* unsupported) = 0;
+  // Rewrites only the CPU weight (1..10000; v1: cpu.shares): the daemon's
+  // hot path when phases change, one cgroupfs write.
+  virtual Status set_cpu_weight(const std::string& job, uint32_t weight) = 0;
   // Moves process `pid` (all its threads) into the job's cgroup.
   virtual Status attach(const std::string& job, pid_t pid) = 0;
   // Moves every process out of the job's cgroup, to where unmanaged

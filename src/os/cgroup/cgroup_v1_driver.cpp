@@ -59,6 +59,14 @@ class CgroupV1Driver final : public CgroupDriver {
     return Status::Ok();
   }
 
+  Status set_cpu_weight(const std::string& job, uint32_t weight) override {
+    if (Status s = validate_job_name(job); !s) return s;
+    if (weight < 1 || weight > 10000) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "cpu weight " + std::to_string(weight) + " outside 1..10000");
+    }
+    return m_.cpu->write(path(job) + "/cpu.shares", std::to_string(shares_for_weight(weight)));
+  }
+
   Status attach(const std::string& job, pid_t pid) override {
     if (Status s = validate_job_name(job); !s) return s;
     // cgroupfs reads "0" as "the writer": never move the caller by accident.

@@ -7,6 +7,7 @@
 
 #include "os/cgroup/cgroup_common.h"
 #include "os/cgroup/cgroup_driver.h"
+#include "os/process_info.h"
 
 namespace mlos::os {
 
@@ -58,6 +59,14 @@ class CgroupV2Driver final : public CgroupDriver {
     return Status::Ok();
   }
 
+  Status set_cpu_weight(const std::string& job, uint32_t weight) override {
+    if (Status s = validate_job_name(job); !s) return s;
+    if (weight < 1 || weight > 10000) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "cpu weight " + std::to_string(weight) + " outside 1..10000");
+    }
+    return fs_->write(path(job) + "/cpu.weight", std::to_string(weight));
+  }
+
   Status attach(const std::string& job, pid_t pid) override {
     if (Status s = validate_job_name(job); !s) return s;
     // cgroup.procs reads "0" as the writer itself: never move mlosd by mistake.
@@ -92,6 +101,9 @@ class CgroupV2Driver final : public CgroupDriver {
     if (auto m = fs_->read(path(job) + "/memory.current")) u.memory_bytes = parse_u64(*m);
     if (auto c = fs_->read(path(job) + "/cpu.stat")) {
       if (auto us = keyed_value(*c, "usage_usec")) u.cpu_usage_ns = *us * 1000;
+    }
+    if (auto p = fs_->read(path(job) + "/memory.pressure")) {
+      if (auto t = parse_pressure_totals(*p)) u.memory_stall_us = t->some_us;
     }
     return u;
   }

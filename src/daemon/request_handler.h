@@ -1,0 +1,31 @@
+// What mlosd does with one decoded request, apart from the socket: the
+// dispatch from op to JobManager, argument checks, and the reply. Pure with
+// respect to I/O (the fuzz target drives it over a fake cgroupfs).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/frame_codec.h"
+#include "daemon/job_manager.h"
+#include "os/peer_credentials.h"
+#include "os/unique_fd.h"
+
+namespace mlos::daemon {
+
+struct RequestContext {
+  nlohmann::json info;                        // the daemon's identity, for hello and status
+  std::function<std::string()> metrics_text;  // for "metrics"; null: unsupported
+  size_t clients = 0;                         // connected clients, for status
+};
+
+// The reply to `request` from `peer` ({"id", "ok": true, ...} or an error
+// reply, see error_reply). `fd` is the descriptor that came with it, if
+// any. Never throws for any input.
+nlohmann::json handle_request(JobManager& jobs, const RequestContext& context, const os::PeerCredentials& peer,
+                              const Request& request, os::UniqueFd fd);
+
+}  // namespace mlos::daemon

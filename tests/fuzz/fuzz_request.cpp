@@ -1,0 +1,105 @@
+// Fuzzes what mlosd does with requests: the input is a byte stream of
+// frames (as a client would send), decoded with FrameDecoder and executed by
+// handle_request against a JobManager over a fake cgroup2 and fake
+// processes. The first byte picks the caller (root, uid 1000 or uid 1001;
+// pids 100..102). Checks, for every input: no crash or exception escapes,
+// every reply is {"id", "ok"} with an error object when not ok, exclusive
+// jobs never share a CPU, and every job's CPUs are non-empty and allowed.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "../fakes/fake_cgroup_v2_fs.h"
+#include "core/cpu_set.h"
+#include "daemon/frame_codec.h"
+#include "daemon/job_manager.h"
+#include "daemon/request_handler.h"
+
+namespace {
+
+using mlos::CpuSet;
+using nlohmann::json;
+namespace d = mlos::daemon;
+namespace os = mlos::os;
+
+const std::string& state_dir() {
+  static const std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "mlos-fuzz-request-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) abort();
+    return tmpl;
+  }();
+  return dir;
+}
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    fprintf(stderr, "invariant broken: %s\n", what);
+    abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::filesystem::remove(state_dir() + "/registry.json");
+  auto fs = std::make_shared<mlos_test::FakeCgroupV2Fs>(std::vector<std::string>{"cpuset", "cpu", "memory"});
+  d::JobManagerDeps deps;
+  deps.topology = mlos::make_uniform_topology(2, 2, 2);  // 8 CPUs, 2 nodes, SMT
+  deps.allowed = deps.topology.all_cpus();
+  deps.memory = [] { return mlos::MemoryAvailability{}; };
+  deps.cgroups = os::make_cgroup_v2_driver(fs, "mlos");
+  deps.state = std::make_shared<os::CheckedJsonFile>(state_dir(), "registry.json", "mlosd-registry",
+                                                     d::JobRegistry::kSchemaVersion);
+  // Processes 100..102 live (uids 0, 1000, 1001); anything else does not exist.
+  auto known = [](pid_t pid) { return pid >= 100 && pid <= 102; };
+  deps.identify = [known](pid_t pid) -> mlos::Result<mlos::ProcessId> {
+    if (!known(pid)) return mlos::make_sys_error(ESRCH, "no such process");
+    return mlos::ProcessId{pid, 1};
+  };
+  deps.is_alive = [known](const mlos::ProcessId& id) { return known(id.pid) && id.start_time == 1; };
+  deps.uid_of = [known](pid_t pid) -> mlos::Result<uid_t> {
+    if (!known(pid)) return mlos::make_sys_error(ESRCH, "no such process");
+    return pid == 100 ? 0u : pid == 101 ? 1000u : 1001u;
+  };
+  deps.now_ns = [] { return uint64_t{1000}; };
+  deps.now_unix = [] { return int64_t{1}; };
+  d::JobManager jobs(std::move(deps));
+  d::RequestContext ctx{json{{"version", "fuzz"}}, nullptr, 1};
+
+  const int who = data[0] % 3;
+  const os::PeerCredentials peer{100 + who, who == 0 ? 0u : 999u + who, 0};
+  d::FrameDecoder decoder(64 * 1024);
+  decoder.feed(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+  for (int frames = 0; frames < 64; ++frames) {
+    auto frame = decoder.next();
+    if (!frame || !frame->has_value()) break;
+    auto req = d::parse_request(**frame);
+    if (!req) continue;
+    const json reply = d::handle_request(jobs, ctx, peer, *req, os::UniqueFd());
+    check(reply.is_object() && reply.contains("ok") && reply["id"] == req->id, "reply shape");
+    if (reply["ok"] != true) check(reply["error"].is_object() && reply["error"]["code"].is_number_integer(), "error");
+    jobs.tick();
+    const json status = jobs.status();
+    CpuSet exclusive;
+    for (const auto& j : status["jobs"]) {
+      auto cpus = CpuSet::parse_list(j["cpus"].get<std::string>());
+      check(cpus && !cpus->empty() && cpus->is_subset_of(mlos::CpuSet::range(0, 7)), "job CPUs");
+      if (j["exclusive"] == true) {
+        check(!exclusive.intersects(*cpus), "exclusive CPUs shared");
+        exclusive = exclusive | *cpus;
+      }
+    }
+    for (const auto& j : status["jobs"]) {
+      if (j["exclusive"] == true) continue;
+      check(!exclusive.intersects(*CpuSet::parse_list(j["cpus"].get<std::string>())), "shared job on exclusive CPU");
+    }
+  }
+  return 0;
+}
