@@ -28,13 +28,22 @@ using nlohmann::json;
 namespace d = mlos::daemon;
 namespace os = mlos::os;
 
+// A private directory for the registry file, removed when the process exits.
+struct StateDir {
+  std::string path;
+  StateDir() {
+    path = (std::filesystem::temp_directory_path() / "mlos-fuzz-request-XXXXXX").string();
+    if (mkdtemp(path.data()) == nullptr) abort();
+  }
+  ~StateDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 const std::string& state_dir() {
-  static const std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "mlos-fuzz-request-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) abort();
-    return tmpl;
-  }();
-  return dir;
+  static const StateDir dir;
+  return dir.path;
 }
 
 void check(bool ok, const char* what) {
