@@ -101,14 +101,29 @@ typedef enum mlos_memory_pressure_level {
 } mlos_memory_pressure_level_t;
 
 /* Figures behind a memory-pressure notification. Versioned: read only the
- * fields within struct_size. */
+ * fields within struct_size (the library sets it to the size it filled).
+ * available/budget are those of the tightest source: the job's memory
+ * cgroup (limit minus working set), the node (MemAvailable of MemTotal) or
+ * the job's own memory_bytes (minus its anonymous resident memory). */
 typedef struct mlos_memory_pressure_info {
   uint32_t struct_size;
   mlos_memory_pressure_level_t level;
   uint64_t available_bytes;
   uint64_t budget_bytes;
-  double psi_some_avg10;
+  double psi_some_avg10;   /* PSI "some" avg10, percent */
+  /* Extension (struct_size >= offsetof(..., sequence) + 8): */
+  double psi_full_avg10;   /* PSI "full" avg10, percent */
+  uint32_t source;         /* MLOS_MEMORY_SOURCE_* of available/budget */
+  uint64_t detected_ns;    /* CLOCK_MONOTONIC ns when this level was entered */
+  uint64_t sequence;       /* level changes of this job so far */
 } mlos_memory_pressure_info_t;
+
+enum {
+  MLOS_MEMORY_SOURCE_NONE = 0,
+  MLOS_MEMORY_SOURCE_JOB = 1,    /* memory_bytes of the request */
+  MLOS_MEMORY_SOURCE_CGROUP = 2, /* the nearest memory cgroup with a limit */
+  MLOS_MEMORY_SOURCE_NODE = 3    /* the machine */
+};
 
 typedef void (*mlos_memory_callback_t)(mlos_memory_pressure_level_t level,
                                        const mlos_memory_pressure_info_t* info,
@@ -183,9 +198,30 @@ MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,
 MLOS_API int mlos_training_set_phase(mlos_training_resources_t* resources,
                                      mlos_training_phase_t phase);
 
-/* Registers a callback for memory-pressure levels.
- * Not available in this version: validates its arguments, then returns
- * MLOS_ERR_NOT_IMPLEMENTED and registers nothing. */
+/* Registers a callback for the job's memory-pressure level (see
+ * docs/memory-pressure.md for the sources, thresholds and defaults).
+ *
+ * - When: the callback is called each time the level changes (NORMAL,
+ *   MODERATE, CRITICAL), and at once if the level is not NORMAL when it is
+ *   registered. Levels rise as soon as a source crosses its threshold and
+ *   fall only after the figures stay clear of it (plus a hysteresis) for a
+ *   hold time, so they do not flap.
+ * - Where: on a library thread named "mlos-memwatch", one per job, never on
+ *   the caller's thread. In daemon mode mlosd watches the job's cgroup and
+ *   wakes that thread; in embedded mode the thread watches by itself.
+ * - Order and pace: callbacks of a job run one at a time, in registration
+ *   order. A slow callback delays the others; level changes meanwhile are
+ *   coalesced (the next call carries the latest level). A call longer than
+ *   1 s is reported in mlos_training_get_notes (effect memory_watch).
+ * - Failure: a callback runs inside this process; if it crashes, the process
+ *   crashes. A C++ exception escaping it is caught and noted.
+ * - It may call any mlos_* function, including unregister and release on
+ *   its own handle. `info` is valid only during the call.
+ * At most MLOS_MAX_MEMORY_CALLBACKS per handle; a (callback, user_data) pair
+ * once. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL callback, already
+ * registered, too many), INVALID_ARGUMENT naming the variable when an
+ * MLOS_MEMORY_* environment variable is malformed, UNSUPPORTED (no memory
+ * figure readable at all), DAEMON_UNAVAILABLE, SYSTEM. */
 MLOS_API int mlos_training_register_memory_callback(
     mlos_training_resources_t* resources, mlos_memory_callback_t callback,
     void* user_data);
@@ -241,6 +277,42 @@ MLOS_API int mlos_training_request_resources_ex(
     const mlos_training_request_options_t* options,
     mlos_training_resources_t** resources);
 
+#define MLOS_MAX_MEMORY_CALLBACKS 16
+
+/* Unregisters a callback registered with this user_data. On return it is
+ * not running and will not be called again (from inside a callback: the
+ * current call is the last). Errors: INVALID_HANDLE, INVALID_ARGUMENT (not
+ * registered). */
+MLOS_API int mlos_training_unregister_memory_callback(mlos_training_resources_t* resources,
+                                                      mlos_memory_callback_t callback, void* user_data);
+
+/* Level thresholds for a job. Versioned (struct_size). Percentages. */
+typedef struct mlos_memory_thresholds {
+  uint32_t struct_size;
+  double moderate_headroom_percent; /* MODERATE at or below this headroom (default 20) */
+  double critical_headroom_percent; /* CRITICAL at or below (default 8) */
+  double moderate_psi_some;         /* MODERATE at PSI some avg10 >= this (default 10; 0 = off) */
+  double critical_psi_full;         /* CRITICAL at PSI full avg10 >= this (default 5; 0 = off) */
+  double hysteresis_percent;        /* headroom above the threshold needed to leave it (default 5) */
+  uint32_t hold_ms;                 /* how long it must stay clear (default 1000) */
+  uint32_t sample_ms;               /* sampling period between kernel events (default 100) */
+} mlos_memory_thresholds_t;
+
+/* Sets the job's thresholds (in daemon mode they are sent to mlosd).
+ * Defaults come from docs/memory-pressure.md, overridden by MLOS_MEMORY_*
+ * environment variables, overridden by this call. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (NULL, inconsistent values: the message names the field),
+ * VERSION_MISMATCH, DAEMON_UNAVAILABLE. */
+MLOS_API int mlos_training_set_memory_thresholds(mlos_training_resources_t* resources,
+                                                 const mlos_memory_thresholds_t* thresholds);
+
+/* The job's current level and figures, for callers that poll instead of
+ * registering a callback (starts the job's watcher if needed). Fills `info`
+ * up to info->struct_size. Errors: INVALID_HANDLE, INVALID_ARGUMENT,
+ * VERSION_MISMATCH, UNSUPPORTED, DAEMON_UNAVAILABLE. */
+MLOS_API int mlos_training_get_memory_pressure(mlos_training_resources_t* resources,
+                                               mlos_memory_pressure_info_t* info);
+
 /* Frees a buffer from mlos_training_alloc_checkpoint_buffer (unlocks and
  * unmaps it). NULL buffer returns MLOS_OK. Errors: INVALID_HANDLE,
  * INVALID_ARGUMENT (not a checkpoint buffer of this handle). */
@@ -276,7 +348,10 @@ enum {
   MLOS_EFFECT_CPU_PRIORITY = 1u << 2,
   MLOS_EFFECT_IO_PRIORITY = 1u << 3,
   MLOS_EFFECT_MEMLOCK = 1u << 4,
-  MLOS_EFFECT_LEDGER = 1u << 5
+  MLOS_EFFECT_LEDGER = 1u << 5,
+  /* A memory-pressure source is missing or degraded, or a callback was
+   * slow or threw. */
+  MLOS_EFFECT_MEMORY_WATCH = 1u << 6
 };
 
 typedef enum mlos_memory_policy {

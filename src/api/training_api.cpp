@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "api/api_guard.h"
 #include "api/engine_select.h"
 #include "api/handle_registry.h"
 #include "api/last_error.h"
@@ -22,59 +23,10 @@ using mlos::record_error;
 
 namespace {
 
-// Runs `body` (returning an int code), turning exceptions into codes.
-template <class F>
-int guarded(F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return record_error(make_error(MLOS_ERR_NO_MEMORY, "out of memory inside libmlos"));
-  } catch (const std::exception& e) {
-    return record_error(make_error(MLOS_ERR_SYSTEM, std::string("internal error: ") + e.what()));
-  } catch (...) {
-    return record_error(make_error(MLOS_ERR_SYSTEM, "internal error"));
-  }
-}
-
-int invalid_handle() {
-  return record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, released or unknown resources handle"));
-}
-
-// The job behind `handle`, or nullptr (last error set) if the handle is
-// unknown or belongs to the parent of this forked process: a child must not
-// renice, re-pin or release its parent's threads and claim.
-std::shared_ptr<mlos::Job> find_job(const mlos_training_resources_t* handle) {
-  auto job = mlos::HandleRegistry::instance().find(handle);
-  if (!job) {
-    invalid_handle();
-    return nullptr;
-  }
-  if (job->creator_pid() != mlos::os::self_pid()) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "handle belongs to process " +
-                                                         std::to_string(job->creator_pid()) +
-                                                         "; a forked child must request its own resources"));
-    return nullptr;
-  }
-  return job;
-}
-
-// Copies `ours` into a caller struct whose first field is struct_size,
-// honouring both sizes: older callers get a prefix, newer ones get zeros
-// past what this library knows.
-template <class T>
-int fill_versioned(T* out, const T& ours, size_t first_version_size) {
-  const uint32_t size = out->struct_size;
-  if (size < first_version_size) {
-    return record_error(make_error(MLOS_ERR_VERSION_MISMATCH,
-                                   "struct_size " + std::to_string(size) + " is smaller than the first version (" +
-                                       std::to_string(first_version_size) + "); set it to sizeof the struct"));
-  }
-  const size_t n = std::min<size_t>(size, sizeof(T));
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&ours) + sizeof(uint32_t),
-              n - sizeof(uint32_t));
-  if (size > sizeof(T)) std::memset(reinterpret_cast<char*>(out) + sizeof(T), 0, size - sizeof(T));
-  return MLOS_OK;
-}
+using mlos::api::fill_versioned;
+using mlos::api::find_job;
+using mlos::api::guarded;
+using mlos::api::invalid_handle;
 
 // A C caller may pass any int where an enum is declared; in C++ reading an
 // out-of-range value as the enum is undefined, so the API reads the bits.
@@ -182,13 +134,59 @@ int mlos_training_set_phase(mlos_training_resources_t* resources, mlos_training_
 
 int mlos_training_register_memory_callback(mlos_training_resources_t* resources, mlos_memory_callback_t callback,
                                            void* user_data) {
-  (void)user_data;
   return guarded([&] {
-    if (!find_job(resources)) return mlos_last_error();
-    if (callback == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "callback is NULL"));
-    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED,
-                                   "memory-pressure callbacks are not available in this version; nothing was "
-                                   "registered"));
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    return mlos::to_code(job->register_memory_callback(callback, user_data));
+  });
+}
+
+int mlos_training_unregister_memory_callback(mlos_training_resources_t* resources, mlos_memory_callback_t callback,
+                                             void* user_data) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    return mlos::to_code(job->unregister_memory_callback(callback, user_data));
+  });
+}
+
+int mlos_training_set_memory_thresholds(mlos_training_resources_t* resources,
+                                        const mlos_memory_thresholds_t* thresholds) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (!thresholds) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "thresholds is NULL"));
+    // Every field of the first version is required.
+    if (thresholds->struct_size < sizeof(mlos_memory_thresholds_t)) {
+      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "struct_size " +
+                                                                    std::to_string(thresholds->struct_size) +
+                                                                    " is smaller than mlos_memory_thresholds_t"));
+    }
+    mlos::MemoryThresholds t;
+    t.moderate_headroom = thresholds->moderate_headroom_percent / 100.0;
+    t.critical_headroom = thresholds->critical_headroom_percent / 100.0;
+    t.moderate_psi_some = thresholds->moderate_psi_some;
+    t.critical_psi_full = thresholds->critical_psi_full;
+    t.hysteresis = thresholds->hysteresis_percent / 100.0;
+    t.hold_ms = thresholds->hold_ms;
+    t.sample_ms = thresholds->sample_ms;
+    return mlos::to_code(job->set_memory_thresholds(t));
+  });
+}
+
+int mlos_training_get_memory_pressure(mlos_training_resources_t* resources, mlos_memory_pressure_info_t* info) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (!info) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "info is NULL"));
+    if (info->struct_size < offsetof(mlos_memory_pressure_info_t, psi_full_avg10)) {
+      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "struct_size " + std::to_string(info->struct_size) +
+                                                                    " is smaller than the first version"));
+    }
+    auto report = job->memory_pressure();
+    if (!report) return record_error(report.error());
+    mlos::fill_pressure_info(*report, info);
+    return static_cast<int>(MLOS_OK);
   });
 }
 

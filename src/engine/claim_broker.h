@@ -6,9 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "core/memory_pressure.h"
 #include "core/placement.h"
 #include "core/status.h"
 #include "core/topology.h"
+#include "engine/pressure_feed.h"
 
 namespace mlos {
 
@@ -51,6 +53,11 @@ class ClaimBroker {
   virtual const Topology& topology() const = 0;
   // CPUs the process may use (outer bound of every placement).
   virtual CpuSet allowed_cpus() const = 0;
+  // Where the memory-pressure level of `grant`'s job comes from (asked on
+  // the job's first callback registration). The default measures in this
+  // process (LocalPressureFeed); mlosd's broker asks the daemon.
+  virtual Result<std::unique_ptr<PressureFeed>> pressure_feed(const Grant& grant, uint64_t memory_bytes,
+                                                              const MemoryThresholds& thresholds);
 };
 
 }  // namespace mlos

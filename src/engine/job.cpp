@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 
 namespace mlos {
 
@@ -25,6 +26,8 @@ const char* effect_name(uint32_t effect) {
       return "memlock";
     case MLOS_EFFECT_LEDGER:
       return "ledger";
+    case MLOS_EFFECT_MEMORY_WATCH:
+      return "memory_watch";
     default:
       return "unknown";
   }
@@ -263,8 +266,88 @@ Status Job::unregister_buffer(void* addr) {
   return Status::Ok();
 }
 
+Result<std::shared_ptr<MemoryWatch>> Job::watch_locked() {
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  if (watch_) return watch_;
+  MemoryThresholds t;
+  if (thresholds_) {
+    t = *thresholds_;
+  } else {
+    auto env = thresholds_from_env(MemoryThresholds{}, [](const char* name) { return std::getenv(name); });
+    if (!env) return env.error();
+    t = *env;
+  }
+  auto feed = broker_->pressure_feed(grant_, spec_.request.memory_bytes, t);
+  if (!feed) return feed.error();
+  auto w = MemoryWatch::start(std::move(*feed), steady_clock_ns);
+  if (!w) return w.error();
+  watch_ = *w;
+  return watch_;
+}
+
+Status Job::register_memory_callback(mlos_memory_callback_t cb, void* user_data) {
+  if (!cb) return make_error(MLOS_ERR_INVALID_ARGUMENT, "memory callback is NULL");
+  std::shared_ptr<MemoryWatch> w;
+  {
+    std::lock_guard lock(mu_);
+    auto got = watch_locked();
+    if (!got) return got.error();
+    w = *got;
+  }
+  return w->add(cb, user_data);
+}
+
+Status Job::unregister_memory_callback(mlos_memory_callback_t cb, void* user_data) {
+  std::shared_ptr<MemoryWatch> w;
+  {
+    std::lock_guard lock(mu_);
+    if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+    w = watch_;
+  }
+  // Outside the job's mutex: remove() waits for a running callback, which
+  // may itself be using this job.
+  if (!w) return make_error(MLOS_ERR_INVALID_ARGUMENT, "this callback is not registered with this user_data");
+  return w->remove(cb, user_data);
+}
+
+Status Job::set_memory_thresholds(const MemoryThresholds& t) {
+  if (Status s = validate(t); !s) return s;
+  std::shared_ptr<MemoryWatch> w;
+  {
+    std::lock_guard lock(mu_);
+    if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+    thresholds_ = t;
+    w = watch_;
+  }
+  return w ? w->set_thresholds(t) : Status::Ok();
+}
+
+Result<PressureReport> Job::memory_pressure() {
+  std::shared_ptr<MemoryWatch> w;
+  {
+    std::lock_guard lock(mu_);
+    auto got = watch_locked();
+    if (!got) return got.error();
+    w = *got;
+  }
+  return w->current();
+}
+
 Status Job::release() {
-  std::lock_guard lock(mu_);
+  std::shared_ptr<MemoryWatch> w;
+  Status s;
+  {
+    std::lock_guard lock(mu_);
+    s = release_locked();
+    w = std::move(watch_);
+  }
+  // After the job's mutex is dropped: stopping waits for a running callback,
+  // which may be using this job (it then sees INVALID_HANDLE).
+  if (w) w->stop();
+  return s;
+}
+
+Status Job::release_locked() {
   if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
   released_ = true;
   const pid_t self = kernel_.current_tid();
@@ -304,7 +387,14 @@ Result<Job::Snapshot> Job::snapshot() const {
   s.os_updates = profile_.os_updates();
   s.degraded = degraded_;
   s.bound_threads = static_cast<int>(threads_.size());
-  for (const auto& [effect, reason] : notes_) s.notes += std::string(effect_name(effect)) + ": " + reason + "\n";
+  auto notes = notes_;
+  if (watch_) {
+    if (std::string w = watch_->notes(); !w.empty()) {
+      notes[MLOS_EFFECT_MEMORY_WATCH] = w;
+      s.degraded |= MLOS_EFFECT_MEMORY_WATCH;
+    }
+  }
+  for (const auto& [effect, reason] : notes) s.notes += std::string(effect_name(effect)) + ": " + reason + "\n";
   return s;
 }
 

@@ -14,13 +14,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/memory_pressure.h"
 #include "core/phase_policy.h"
 #include "core/phase_profile.h"
 #include "core/placement.h"
 #include "engine/claim_broker.h"
+#include "engine/memory_watch.h"
 #include "engine/thread_registry.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
@@ -48,8 +51,17 @@ class Job {
   Status free_checkpoint_buffer(void* buffer);
   Status register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind);
   Status unregister_buffer(void* addr);
-  // Restores threads, frees buffers, drops the claim. Only the first call
-  // does anything; later ones return INVALID_HANDLE.
+  // Memory pressure (see MemoryWatch): the watcher starts with the first
+  // of these calls. Never called with the job's mutex held across a
+  // callback, so callbacks may use the job.
+  Status register_memory_callback(mlos_memory_callback_t cb, void* user_data);
+  Status unregister_memory_callback(mlos_memory_callback_t cb, void* user_data);
+  Status set_memory_thresholds(const MemoryThresholds& t);
+  Result<PressureReport> memory_pressure();
+
+  // Stops memory watching, restores threads, frees buffers, drops the
+  // claim. Only the first call does anything; later ones return
+  // INVALID_HANDLE.
   Status release();
 
   struct Snapshot {
@@ -89,6 +101,9 @@ class Job {
   };
 
   void note(uint32_t effect, const std::string& reason);
+  // The job's watcher, started on first use (under mu_).
+  Result<std::shared_ptr<MemoryWatch>> watch_locked();
+  Status release_locked();
   void apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed);
   // Brings gradient buffers to gradients_locked_.
   void sync_buffer_locks(bool* changed);
@@ -115,6 +130,8 @@ class Job {
   std::map<uintptr_t, Buffer> registered_;
   std::map<uint32_t, std::string> notes_;
   uint32_t degraded_ = 0;
+  std::shared_ptr<MemoryWatch> watch_;
+  std::optional<MemoryThresholds> thresholds_;  // set through the API
 };
 
 const char* effect_name(uint32_t effect);

@@ -89,7 +89,7 @@ std::optional<uint64_t> parse_meminfo_field(std::string_view text, std::string_v
     if (k == line.npos || line.size() <= k + key.size() || line[k + key.size()] != ':') continue;
     if (k > 0 && line[k - 1] != ' ') continue;
     std::string_view rest = line.substr(k + key.size() + 1);
-    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
     uint64_t value = 0;
     auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
     if (ec != std::errc()) return std::nullopt;

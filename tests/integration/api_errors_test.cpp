@@ -28,6 +28,9 @@ TEST(ApiErrors, ReleasedAndMadeUpHandlesAreRejectedEverywhere) {
     EXPECT_EQ(mlos_training_bind_thread(h, pthread_self(), 0), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_set_phase(h, MLOS_TRAINING_PHASE_FORWARD), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_register_memory_callback(h, on_pressure, nullptr), MLOS_ERR_INVALID_HANDLE);
+    EXPECT_EQ(mlos_training_unregister_memory_callback(h, on_pressure, nullptr), MLOS_ERR_INVALID_HANDLE);
+    mlos_memory_pressure_info_t info = {.struct_size = sizeof info};
+    EXPECT_EQ(mlos_training_get_memory_pressure(h, &info), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_alloc_checkpoint_buffer(h, 4096), nullptr);
     EXPECT_EQ(mlos_last_error(), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_free_checkpoint_buffer(h, nullptr), MLOS_ERR_INVALID_HANDLE);
@@ -49,7 +52,22 @@ TEST(ApiErrors, ReleasedAndMadeUpHandlesAreRejectedEverywhere) {
 TEST(ApiErrors, ArgumentChecksOnALiveHandle) {
   mlos_training_resources_t* res = request();
   EXPECT_EQ(mlos_training_register_memory_callback(res, nullptr, nullptr), MLOS_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(mlos_training_register_memory_callback(res, on_pressure, nullptr), MLOS_ERR_NOT_IMPLEMENTED);
+  EXPECT_EQ(mlos_training_unregister_memory_callback(res, on_pressure, nullptr), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_register_memory_callback(res, on_pressure, nullptr), MLOS_OK);
+  EXPECT_EQ(mlos_training_register_memory_callback(res, on_pressure, nullptr), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_unregister_memory_callback(res, on_pressure, nullptr), MLOS_OK);
+  EXPECT_EQ(mlos_training_unregister_memory_callback(res, on_pressure, nullptr), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_set_memory_thresholds(res, nullptr), MLOS_ERR_INVALID_ARGUMENT);
+  mlos_memory_thresholds_t small = {.struct_size = 8};
+  EXPECT_EQ(mlos_training_set_memory_thresholds(res, &small), MLOS_ERR_VERSION_MISMATCH);
+  mlos_memory_thresholds_t inverted = {.struct_size = sizeof inverted, .moderate_headroom_percent = 5,
+                                       .critical_headroom_percent = 10, .hysteresis_percent = 5,
+                                       .hold_ms = 100, .sample_ms = 100};
+  EXPECT_EQ(mlos_training_set_memory_thresholds(res, &inverted), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mlos_last_error_message()).find("critical headroom"), std::string::npos);
+  EXPECT_EQ(mlos_training_get_memory_pressure(res, nullptr), MLOS_ERR_INVALID_ARGUMENT);
+  mlos_memory_pressure_info_t tiny = {.struct_size = 4};
+  EXPECT_EQ(mlos_training_get_memory_pressure(res, &tiny), MLOS_ERR_VERSION_MISMATCH);
   EXPECT_EQ(mlos_training_barrier(res, -1, 2), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_barrier(res, 0, 0), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_allreduce(res, nullptr, 3, MLOS_REDUCE_SUM), MLOS_ERR_INVALID_ARGUMENT);

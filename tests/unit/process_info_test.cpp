@@ -109,6 +109,8 @@ TEST_F(ProcessInfoTest, ParseMeminfoField) {
   EXPECT_EQ(parse_meminfo_field(meminfo, "MemAvailable"), uint64_t{12000000} * 1024);
   EXPECT_EQ(parse_meminfo_field(meminfo, "MemFree"), uint64_t{1000000} * 1024);
   EXPECT_EQ(parse_meminfo_field(meminfo, "Active"), uint64_t{222222} * 1024);
+  // /proc/<pid>/status separates with tabs.
+  EXPECT_EQ(parse_meminfo_field("VmRSS:\t    2048 kB\nRssAnon:\t    1024 kB\n", "RssAnon"), uint64_t{1024} * 1024);
   EXPECT_EQ(parse_meminfo_field(meminfo, "Active(anon)"), uint64_t{111111} * 1024);
   EXPECT_EQ(parse_meminfo_field(meminfo, "HugePages_Total"), uint64_t{16});  // no unit
   EXPECT_EQ(parse_meminfo_field(meminfo, "Hugepagesize"), uint64_t{2048} * 1024);

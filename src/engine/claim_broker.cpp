@@ -1,0 +1,13 @@
+#include "engine/claim_broker.h"
+
+#include "engine/local_pressure_feed.h"
+#include "os/process_self.h"
+
+namespace mlos {
+
+Result<std::unique_ptr<PressureFeed>> ClaimBroker::pressure_feed(const Grant& /*grant*/, uint64_t memory_bytes,
+                                                                 const MemoryThresholds& thresholds) {
+  return std::unique_ptr<PressureFeed>(std::make_unique<LocalPressureFeed>(os::self_pid(), memory_bytes, thresholds));
+}
+
+}  // namespace mlos

@@ -1,0 +1,128 @@
+#include "engine/local_pressure_feed.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mlos {
+
+LocalPressureFeed::LocalPressureFeed(pid_t pid, uint64_t job_budget, const MemoryThresholds& t, std::string proc_root)
+    : pid_(pid), job_budget_(job_budget), proc_root_(std::move(proc_root)), tracker_(t) {
+  auto cg = os::limited_memory_cgroup(pid_, proc_root_);
+  if (!cg) {
+    note("cgroup", "cannot find the memory cgroup: " + cg.error().describe());
+  } else {
+    cgroup_ = *cg;
+  }
+  arm();
+}
+
+void LocalPressureFeed::arm() {
+  wakeups_.clear();
+  for (const char* key : {"usage_threshold", "vmpressure", "psi_window", "psi_some", "psi_full"}) notes_.erase(key);
+  const MemoryThresholds& t = tracker_.thresholds();
+  if (cgroup_ && cgroup_->version == 1) {
+    auto mem = os::read_cgroup_memory(*cgroup_);
+    if (mem && mem->limit != UINT64_MAX) {
+      for (double headroom : {t.moderate_headroom, t.critical_headroom}) {
+        const auto bytes = static_cast<uint64_t>(static_cast<double>(mem->limit) * (1.0 - headroom));
+        auto efd = os::v1_usage_threshold_event(*cgroup_, bytes);
+        if (efd) {
+          wakeups_.push_back({std::move(*efd), MLOS_MEMORY_PRESSURE_NORMAL, true});
+        } else {
+          note("usage_threshold", efd.error().describe());
+        }
+      }
+    }
+    for (auto [level, means] : {std::pair{"medium", MLOS_MEMORY_PRESSURE_MODERATE},
+                                std::pair{"critical", MLOS_MEMORY_PRESSURE_CRITICAL}}) {
+      auto efd = os::v1_pressure_level_event(*cgroup_, level);
+      if (efd) {
+        wakeups_.push_back({std::move(*efd), means, true});
+      } else {
+        note("vmpressure", efd.error().describe());
+      }
+    }
+  }
+  const std::string psi_path = cgroup_ && cgroup_->version == 2 ? cgroup_->dir + "/memory.pressure"
+                                                                 : proc_root_ + "/pressure/memory";
+  for (auto [kind, means] : {std::pair{"some", MLOS_MEMORY_PRESSURE_MODERATE},
+                             std::pair{"full", MLOS_MEMORY_PRESSURE_CRITICAL}}) {
+    std::string rounded;
+    auto trig = os::open_psi_trigger(psi_path, kind, uint64_t{t.psi_trigger_stall_ms} * 1000,
+                                     uint64_t{t.psi_trigger_window_ms} * 1000, &rounded);
+    if (trig) {
+      wakeups_.push_back({std::move(trig->fd), means, false});
+      if (!rounded.empty()) note("psi_window", rounded);
+    } else {
+      note(std::string("psi_") + kind, trig.error().describe());
+    }
+  }
+}
+
+std::vector<PressureFeed::WaitFd> LocalPressureFeed::fds() const {
+  std::vector<WaitFd> out;
+  for (const auto& w : wakeups_) out.push_back({w.fd.get(), static_cast<short>(w.is_eventfd ? POLLIN : POLLPRI)});
+  return out;
+}
+
+void LocalPressureFeed::on_ready(int fd, uint64_t now_ns) {
+  for (auto& w : wakeups_) {
+    if (w.fd.get() != fd) continue;
+    if (w.is_eventfd) {
+      uint64_t count = 0;
+      (void)!read(fd, &count, sizeof count);
+    }
+    tracker_.kernel_event(w.means, now_ns);
+  }
+}
+
+Result<PressureReport> LocalPressureFeed::sample(uint64_t now_ns) {
+  MemoryFigures f;
+  if (cgroup_) {
+    if (auto mem = os::read_cgroup_memory(*cgroup_); mem && mem->limit != UINT64_MAX) {
+      f.consider(mem->limit > mem->working_set ? mem->limit - mem->working_set : 0, mem->limit,
+                 MemorySource::kCgroup);
+    }
+  }
+  if (auto node = os::read_node_memory(proc_root_)) f.consider(node->available, node->total, MemorySource::kNode);
+  if (job_budget_ > 0) {
+    if (auto rss = os::process_resident_bytes(pid_, proc_root_)) {
+      f.consider(job_budget_ > *rss ? job_budget_ - *rss : 0, job_budget_, MemorySource::kJob);
+    }
+  }
+  if (auto psi = os::read_memory_pressure(cgroup_, proc_root_)) {
+    f.psi_some_avg10 = psi->some_avg10;
+    f.psi_full_avg10 = psi->full_avg10;
+  }
+  if (f.budget_bytes == 0) return make_error(MLOS_ERR_UNSUPPORTED, "no memory figure could be read");
+  const auto before = tracker_.level();
+  const auto level = tracker_.update(f, now_ns);
+  if (level != before) {
+    report_.level = level;
+    report_.detected_ns = now_ns;
+    ++report_.sequence;
+  }
+  report_.figures = f;
+  return report_;
+}
+
+Status LocalPressureFeed::set_thresholds(const MemoryThresholds& t) {
+  const bool rearm = t.moderate_headroom != tracker_.thresholds().moderate_headroom ||
+                     t.critical_headroom != tracker_.thresholds().critical_headroom ||
+                     t.psi_trigger_stall_ms != tracker_.thresholds().psi_trigger_stall_ms ||
+                     t.psi_trigger_window_ms != tracker_.thresholds().psi_trigger_window_ms;
+  tracker_.set_thresholds(t);
+  if (rearm) arm();
+  return Status::Ok();
+}
+
+std::string LocalPressureFeed::notes() const {
+  std::string out;
+  for (const auto& [key, reason] : notes_) out += (out.empty() ? "" : "; ") + reason;
+  return out;
+}
+
+}  // namespace mlos

@@ -1,0 +1,113 @@
+"""The memory-pressure scenario shared by tests/e2e/test_memory_pressure.py
+and bench/memory_pressure_report.py.
+
+A v1 memory cgroup with a hard limit holds a training-like loop
+(mlos_pressure_trainer: a dataset cache plus a working buffer) and, started
+a moment later, a steady allocator (mlos_memory_hog) that pushes the cgroup
+over its limit unless the trainer gives memory back. The kernel's OOM
+killer then picks the largest process: the trainer.
+"""
+import json
+import os
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+V1_MEMORY = Path("/sys/fs/cgroup/memory")
+MIB = 1 << 20
+
+LIMIT_MB = 320
+CACHE_MB = 160
+WORK_MB = 16
+HOG_STEP_MB, HOG_INTERVAL_MS, HOG_TARGET_MB, HOG_HOLD_MS = 4, 20, 180, 3000
+TRAIN_SECONDS = 8
+# The default thresholds (docs/memory-pressure.md): MODERATE at 20 %
+# headroom, CRITICAL at 8 %.
+MODERATE_AT = int(LIMIT_MB * MIB * 0.80)
+CRITICAL_AT = int(LIMIT_MB * MIB * 0.92)
+
+
+def v1_memory_unavailable_reason():
+    if os.geteuid() != 0:
+        return "needs root to create a memory cgroup"
+    if not (V1_MEMORY / "cgroup.event_control").exists():
+        return "no cgroup v1 memory controller at /sys/fs/cgroup/memory (v2 is covered by fixture tests)"
+    return None
+
+
+@dataclass
+class Outcome:
+    trainer_rc: int
+    trainer_exit_ns: int
+    oom_kills: int
+    trainer_events: list = field(default_factory=list)
+    hog_events: list = field(default_factory=list)
+
+    def of(self, events, kind):
+        return [e for e in events if e.get("event") == kind]
+
+    @property
+    def callbacks(self):
+        return self.of(self.trainer_events, "callback")
+
+    def crossing_ns(self, bytes_):
+        for e in self.of(self.hog_events, "cross"):
+            if e["bytes"] == bytes_:
+                return e["t_ns"]
+        return None
+
+
+def _parse(text):
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def _oom_kills(cg: Path) -> int:
+    for line in (cg / "memory.oom_control").read_text().splitlines():
+        if line.startswith("oom_kill "):
+            return int(line.split()[1])
+    return 0
+
+
+def run(build_dir: Path, mode: str, runtime_dir: Path) -> Outcome:
+    """Runs the scenario once with the trainer in `mode` (plain, observe,
+    shed) and returns what happened. The cgroup is removed afterwards."""
+    cg = V1_MEMORY / f"mlos-test-pressure-{uuid.uuid4().hex[:8]}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(LIMIT_MB * MIB))
+
+        def join_cgroup():
+            (cg / "cgroup.procs").write_text(str(os.getpid()))
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+        env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime_dir))
+        trainer = subprocess.Popen(
+            [str(build_dir / "bin" / "mlos_pressure_trainer"), mode, str(CACHE_MB), str(WORK_MB), str(TRAIN_SECONDS)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=join_cgroup)
+        # The hog starts once the trainer holds its cache.
+        ready = trainer.stdout.readline()
+        assert '"ready"' in ready, f"trainer did not start: {ready!r}"
+        hog = subprocess.Popen(
+            [str(build_dir / "bin" / "mlos_memory_hog"), str(HOG_STEP_MB), str(HOG_INTERVAL_MS), str(HOG_TARGET_MB),
+             str(HOG_HOLD_MS), str(cg), str(MODERATE_AT), str(CRITICAL_AT)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=join_cgroup)
+        rest = trainer.stdout.read()
+        rc = trainer.wait(timeout=60)
+        exit_ns = time.monotonic_ns()  # CLOCK_MONOTONIC, as the programs print
+        hog_out, _ = hog.communicate(timeout=60)
+        return Outcome(rc, exit_ns, _oom_kills(cg), _parse(ready + rest), _parse(hog_out))
+    finally:
+        for _ in range(50):
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
