@@ -150,4 +150,15 @@ mlos_memory_pressure_level_t PressureLevelTracker::update(const MemoryFigures& f
   return level_;
 }
 
+const PressureReport& PressureLevelTracker::observe(const MemoryFigures& f, uint64_t now_ns) {
+  const auto before = level_;
+  if (update(f, now_ns) != before) {
+    report_.level = level_;
+    report_.detected_ns = now_ns;
+    ++report_.sequence;
+  }
+  report_.figures = f;
+  return report_;
+}
+
 }  // namespace mlos

@@ -74,6 +74,14 @@ struct MemoryFigures {
   double headroom() const;  // available / budget, 1 when unknown
 };
 
+// A job's level and the figures behind it, as delivered to callbacks.
+struct PressureReport {
+  mlos_memory_pressure_level_t level = MLOS_MEMORY_PRESSURE_NORMAL;
+  MemoryFigures figures;
+  uint64_t detected_ns = 0;  // CLOCK_MONOTONIC when this level was entered
+  uint64_t sequence = 0;     // level changes so far
+};
+
 class PressureLevelTracker {
  public:
   explicit PressureLevelTracker(MemoryThresholds t) : t_(t) {}
@@ -82,6 +90,10 @@ class PressureLevelTracker {
   void kernel_event(mlos_memory_pressure_level_t level, uint64_t now_ns);
   // Folds in a sample; returns the level after it.
   mlos_memory_pressure_level_t update(const MemoryFigures& f, uint64_t now_ns);
+  // update(), keeping a report: the figures of this sample, and when the
+  // current level was entered and how many changes there were.
+  const PressureReport& observe(const MemoryFigures& f, uint64_t now_ns);
+  const PressureReport& report() const { return report_; }
 
   mlos_memory_pressure_level_t level() const { return level_; }
   const MemoryThresholds& thresholds() const { return t_; }
@@ -94,6 +106,7 @@ class PressureLevelTracker {
   MemoryThresholds t_;
   mlos_memory_pressure_level_t level_ = MLOS_MEMORY_PRESSURE_NORMAL;
   std::optional<uint64_t> clear_since_ns_;  // figures below the exit threshold since
+  PressureReport report_;
   uint64_t event_ns_[3] = {0, 0, 0};        // last kernel event per level
   bool event_seen_[3] = {false, false, false};
 };

@@ -30,7 +30,7 @@ constexpr size_t kMaxQueuedReply = 8 << 20;  // a client that never reads is dro
 
 // Tags in epoll_event.data.u64: the kind in the high bits, the fd below.
 constexpr uint64_t kListen = 1ull << 40, kClient = 2ull << 40, kTimer = 3ull << 40, kSignal = 4ull << 40,
-                   kPidfd = 5ull << 40, kKindMask = 0xffull << 40;
+                   kPidfd = 5ull << 40, kMemory = 6ull << 40, kKindMask = 0xffull << 40;
 
 Status watch(int epoll, int fd, uint64_t tag, uint32_t events) {
   epoll_event ev{};
@@ -159,6 +159,7 @@ void ControlServer::on_client(int fd, uint32_t events) {
           continue;
         }
         queue_reply(c, handle(c.peer, *req, std::move(passed)));
+        sync_memory_wakeups();
       }
     }
     flush(c);
@@ -189,9 +190,23 @@ void ControlServer::sync_owner_watches() {
   }
 }
 
+void ControlServer::sync_memory_wakeups() {
+  // JobManager closes a wake-up it no longer wants, which takes it out of
+  // epoll; a number reused since is a new file, which ADD accepts (EEXIST
+  // means this very file is registered already).
+  memory_wakeups_.clear();
+  for (const auto& [job, fd] : jobs_.memory_wakeups()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kMemory | static_cast<uint32_t>(fd);
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST) memory_wakeups_[fd] = job;
+  }
+}
+
 void ControlServer::sample(bool metrics_due) {
   jobs_.tick();
   sync_owner_watches();
+  sync_memory_wakeups();
   if (!metrics_due) return;
   metrics_.update(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
@@ -249,6 +264,9 @@ Status ControlServer::run() {
       } else if (kind == kTimer) {
         uint64_t expirations;
         if (read(fd, &expirations, sizeof expirations) > 0) sample(++ticks_ % metrics_every == 0);
+      } else if (kind == kMemory) {
+        auto it = memory_wakeups_.find(fd);
+        if (it != memory_wakeups_.end()) jobs_.memory_woke(it->second, fd);
       } else if (kind == kPidfd) {
         auto it = pidfd_job_.find(fd);
         if (it != pidfd_job_.end()) {

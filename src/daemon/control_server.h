@@ -1,7 +1,7 @@
 // mlosd's event loop: one thread, epoll over the listening socket, the
 // clients, a sampling timer, one pidfd per job owner (readable when that
 // process exits, so its job is pruned at once) and a signalfd for
-// SIGTERM/SIGINT. Requests are decoded with FrameDecoder, authenticated with
+// SIGTERM/SIGINT, plus the memory-threshold eventfds of watched jobs. Requests are decoded with FrameDecoder, authenticated with
 // SO_PEERCRED and handed to JobManager. A malformed frame gets an error reply
 // and the connection is closed; the daemon stays up.
 #pragma once
@@ -58,6 +58,8 @@ class ControlServer {
   void close_client(int fd);
   void sample(bool metrics_due);
   void sync_owner_watches();
+  // Brings epoll to JobManager::memory_wakeups().
+  void sync_memory_wakeups();
   void write_textfile();
 
   const DaemonConfig& config_;
@@ -68,6 +70,7 @@ class ControlServer {
   std::map<int, std::unique_ptr<Client>> clients_;
   std::map<int, uint64_t> pidfd_job_;       // pidfd -> job
   std::map<uint64_t, os::UniqueFd> watches_;  // job -> pidfd
+  std::map<int, uint64_t> memory_wakeups_;    // fd (owned by JobManager) -> job
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
 };

@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/memory_pressure_json.h"
+
 namespace mlos::daemon {
 
 using nlohmann::json;
@@ -68,6 +70,10 @@ Status DaemonConfig::merge(const json& c) {
         if (!policy) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration: " + policy.error().message);
         next.policy = *policy;
         next.arbitration = v;
+      } else if (key == "memory_pressure") {
+        auto t = thresholds_from_json(v, MemoryThresholds{});
+        if (!t) return make_error(MLOS_ERR_INVALID_ARGUMENT, "memory_pressure: " + t.error().message);
+        next.memory_thresholds = *t;
       } else {
         throw std::invalid_argument("unknown key '" + key + "'");
       }
@@ -104,7 +110,8 @@ json DaemonConfig::to_json() const {
               {"sample_interval_ms", sample_interval_ms},
               {"metrics_interval_ms", metrics_interval_ms},
               {"max_clients", max_clients},
-              {"arbitration", arbitration}};
+              {"arbitration", arbitration},
+              {"memory_pressure", thresholds_to_json(memory_thresholds)}};
 }
 
 }  // namespace mlos::daemon

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory_pressure.h"
 #include "core/status.h"
 #include "daemon/arbitration_policy.h"
 
@@ -29,6 +30,10 @@ struct DaemonConfig {
   int max_clients = 1024;
   ArbitrationPolicy policy = ArbitrationPolicy::defaults();
   nlohmann::json arbitration = nlohmann::json::object();  // as given, for --check-config
+  // Memory-pressure thresholds for jobs that give none (see
+  // docs/memory-pressure.md); the key "memory_pressure" takes the fields of
+  // thresholds_to_json().
+  MemoryThresholds memory_thresholds;
 
   // Applies the keys of `config` over the current values.
   Status merge(const nlohmann::json& config);

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "core/json_fields.h"
+#include "core/memory_pressure_json.h"
 #include "core/phase_policy.h"
+#include "os/memory_sources.h"
 
 namespace mlos::daemon {
 
@@ -155,6 +157,16 @@ Result<std::vector<std::string>> JobManager::recover() {
     Live& j = jobs_.at(r.id);
     follow_phase(j);
     apply_cgroup(j, true);
+    if (r.memory_event_fd >= 0 && d_.fetch_fd) {
+      auto fd = d_.fetch_fd(r.owner, r.memory_event_fd);
+      Status s = fd ? start_memory_watch(j, std::move(*fd), r.memory_event_fd, r.memory_thresholds)
+                    : Status(fd.error());
+      if (!s) {
+        j.record.memory_event_fd = -1;
+        j.notes.push_back("memory watch: could not take the owner's eventfd again after a restart (" +
+                          s.error().describe() + "); the owner re-registers on its next poll");
+      }
+    }
     // A cgroup that vanished while mlosd was down comes back empty: put the
     // owner back in, unless it belongs to another of its jobs' cgroups (one
     // cgroup per process; see request()).
@@ -383,6 +395,84 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
   jobs_.erase(it);
 }
 
+Status JobManager::start_memory_watch(Live& j, os::UniqueFd doorbell, int owner_fd, const json& thresholds) {
+  auto t = thresholds.is_null() ? Result<MemoryThresholds>(d_.memory_thresholds)
+                                : thresholds_from_json(thresholds, d_.memory_thresholds);
+  if (!t) return t.error();
+  // The doorbell must be an eventfd, and the daemon must never block on it.
+  if (Status s = os::check_eventfd(doorbell.get()); !s) return s;
+  j.memory = std::make_unique<JobMemoryWatch>(std::move(doorbell), *t);
+  j.memory->arm(d_.cgroups.get(), j.record.cgroup(), j.record.memory_bytes);
+  j.record.memory_event_fd = owner_fd;
+  j.record.memory_thresholds = thresholds;
+  follow_memory(j);
+  return Status::Ok();
+}
+
+Result<json> JobManager::watch_memory(const os::PeerCredentials& peer, const json& args, os::UniqueFd doorbell) {
+  int owner_fd = -1;
+  json thresholds;
+  uint64_t id = 0;
+  try {
+    if (!args.is_object()) throw std::invalid_argument("arguments must be a JSON object");
+    for (const auto& [key, value] : args.items()) {
+      if (key != "op" && key != "id" && key != "job" && key != "event_fd" && key != "thresholds") {
+        throw std::invalid_argument("unknown field '" + key + "'");
+      }
+    }
+    id = non_negative_field(args, "job");
+    owner_fd = int_field(args, "event_fd", -1);
+    if (owner_fd < 0) throw std::invalid_argument("event_fd must be the caller's number of the eventfd it passes");
+    thresholds = args.value("thresholds", json());
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("watch_memory: ") + e.what());
+  }
+  if (!doorbell.valid()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "watch_memory needs an eventfd passed with it");
+  auto j = owned_job(peer, id);
+  if (!j) return j.error();
+  if (Status s = start_memory_watch(**j, std::move(doorbell), owner_fd, thresholds); !s) return s.error();
+  if (Status s = save(); !s) return s.error();
+  return json{{"report", report_to_json((*j)->memory->report())},
+              {"thresholds", thresholds_to_json((*j)->memory->thresholds())}};
+}
+
+Result<json> JobManager::memory_status(const os::PeerCredentials& peer, uint64_t job) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  if (!(*j)->memory) return json{{"watching", false}};
+  return json{{"watching", true}, {"report", report_to_json((*j)->memory->report())}};
+}
+
+std::vector<std::pair<uint64_t, int>> JobManager::memory_wakeups() const {
+  std::vector<std::pair<uint64_t, int>> out;
+  for (const auto& [id, j] : jobs_) {
+    if (!j.memory) continue;
+    for (int fd : j.memory->wake_fds()) out.emplace_back(id, fd);
+  }
+  return out;
+}
+
+void JobManager::memory_woke(uint64_t job, int fd) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.memory) return;
+  it->second.memory->drain(fd);
+  follow_memory(it->second);
+}
+
+void JobManager::follow_memory(Live& j) {
+  if (!j.memory) return;
+  MemoryFigures f = d_.node_memory ? d_.node_memory() : MemoryFigures{};
+  if (d_.cgroups && j.record.memory_bytes > 0) {
+    auto u = d_.cgroups->usage(j.record.cgroup());
+    if (u && u->memory_working_set) {
+      const uint64_t budget = j.record.memory_bytes, ws = *u->memory_working_set;
+      f.consider(budget > ws ? budget - ws : 0, budget, MemorySource::kCgroup);
+    }
+  }
+  if (f.budget_bytes == 0) return;  // nothing readable: keep the last report
+  j.memory->observe(f, d_.now_ns());
+}
+
 std::vector<uint64_t> JobManager::tick() {
   std::vector<uint64_t> pruned;
   for (auto& [id, j] : jobs_) {
@@ -390,6 +480,7 @@ std::vector<uint64_t> JobManager::tick() {
       pruned.push_back(id);
     } else {
       follow_phase(j);
+      follow_memory(j);
     }
   }
   for (uint64_t id : pruned) forget(id, "owner gone");
@@ -473,6 +564,7 @@ json JobManager::status() const {
              {"cgroup", d_.cgroups ? j.record.cgroup() : std::string()},
              {"cpu_weight", j.weight},
              {"notes", j.notes}};
+    if (j.memory) job["memory_pressure"] = report_to_json(j.memory->report());
     job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);
     job["memory_used_bytes"] = s.memory_bytes ? json(*s.memory_bytes) : json(nullptr);
     job["memory_stall_seconds"] = s.memory_stall_seconds ? json(*s.memory_stall_seconds) : json(nullptr);

@@ -23,12 +23,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory_pressure.h"
 #include "core/phase_page.h"
 #include "core/phase_profile.h"
 #include "core/placement.h"
 #include "core/status.h"
 #include "core/topology.h"
 #include "daemon/arbitration_policy.h"
+#include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
 #include "os/cgroup/cgroup_driver.h"
@@ -53,6 +55,10 @@ struct JobManagerDeps {
   // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
   std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
   std::function<uint64_t()> now_ns;                 // monotonic
+  // Memory pressure: thresholds for jobs that give none (config
+  // "memory_pressure"), and the node's figures (MemAvailable, PSI).
+  MemoryThresholds memory_thresholds;
+  std::function<MemoryFigures()> node_memory;
   std::function<int64_t()> now_unix;
 };
 
@@ -81,8 +87,24 @@ class JobManager {
   // the job's cgroup.
   Status attach(const os::PeerCredentials& peer, uint64_t job, pid_t pid);
 
+  // Starts (or restarts, with new thresholds) watching the job's memory
+  // pressure; `doorbell` is an eventfd of the owner's, rung on every level
+  // change. `args`: job, event_fd (the owner's number of the doorbell),
+  // thresholds (optional object, see memory_pressure_json.h). Reply: the
+  // current report. Owner or root only.
+  Result<nlohmann::json> watch_memory(const os::PeerCredentials& peer, const nlohmann::json& args,
+                                      os::UniqueFd doorbell);
+  // The job's current report, {"watching": false} if not watched. Owner or
+  // root only (the figures describe the owner's memory).
+  Result<nlohmann::json> memory_status(const os::PeerCredentials& peer, uint64_t job);
+  // Descriptors the event loop should watch for memory wake-ups, and what
+  // to do when one fires (sample that job now).
+  std::vector<std::pair<uint64_t, int>> memory_wakeups() const;
+  void memory_woke(uint64_t job, int fd);
+
   // Drops the jobs of owners that are gone, follows phase pages and rewrites
-  // CPU weights of jobs whose phase changed. Returns the ids it pruned.
+  // CPU weights of jobs whose phase changed, samples memory pressure of
+  // watched jobs. Returns the ids it pruned.
   std::vector<uint64_t> tick();
   // Prunes `job` if its owner is gone (its pidfd became readable).
   bool owner_exited(uint64_t job);
@@ -103,6 +125,7 @@ class JobManager {
     uint32_t weight = 0;                 // applied cpu weight, 0 = none yet
     bool protected_memory = false;       // memory.low applied
     std::vector<std::string> notes;      // degraded effects, one line each
+    std::unique_ptr<JobMemoryWatch> memory;  // set by watch_memory
   };
 
   Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
@@ -112,6 +135,9 @@ class JobManager {
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);
   void follow_phase(Live& job);
+  void follow_memory(Live& job);
+  // Starts the job's watch on `doorbell` (validated), records it.
+  Status start_memory_watch(Live& job, os::UniqueFd doorbell, int owner_fd, const nlohmann::json& thresholds);
   void forget(uint64_t id, const std::string& why);
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
   os::CgroupLimits limits_for(const Live& job) const;

@@ -33,7 +33,9 @@ json JobRegistry::to_json() const {
                     {"priority", r.priority},
                     {"label", r.label},
                     {"created_unix", r.created_unix},
-                    {"page_fd", r.page_fd}});
+                    {"page_fd", r.page_fd},
+                    {"memory_event_fd", r.memory_event_fd},
+                    {"memory_thresholds", r.memory_thresholds}});
   }
   return json{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"jobs", list}};
 }
@@ -61,6 +63,13 @@ Result<JobRegistry> JobRegistry::from_json(const json& payload) {
       rec.label = j.at("label").get<std::string>();
       rec.created_unix = j.at("created_unix").get<int64_t>();
       rec.page_fd = j.at("page_fd").get<int>();
+      // Added after the first registries were written: optional.
+      rec.memory_event_fd = j.value("memory_event_fd", -1);
+      rec.memory_thresholds = j.value("memory_thresholds", json());
+      if (rec.memory_event_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has memory_event_fd < -1");
+      if (!rec.memory_thresholds.is_null() && !rec.memory_thresholds.is_object()) {
+        throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object memory_thresholds");
+      }
       if (rec.page_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has page_fd < -1");
       if (rec.id == 0 || rec.id >= r.next_id) throw std::invalid_argument("job id " + std::to_string(rec.id) + " out of range");
       if (rec.owner.pid <= 0) throw std::invalid_argument("job " + std::to_string(rec.id) + " has pid <= 0");

@@ -31,6 +31,11 @@ struct JobRecord {
   // gave none: a restarted daemon maps the page again through
   // pidfd_getfd(2) instead of asking the client.
   int page_fd = -1;
+  // The owner's number of the eventfd it gave to watch_memory (-1: not
+  // watched) and the thresholds it asked for, so a restarted daemon keeps
+  // notifying it.
+  int memory_event_fd = -1;
+  nlohmann::json memory_thresholds;  // null when not watched
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -65,6 +65,18 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       reply.update(*granted);
       return reply;
     }
+    if (req.op == "watch_memory") {
+      auto watched = jobs.watch_memory(peer, req.args, std::move(fd));
+      if (!watched) return error_reply(req.id, watched.error());
+      reply.update(*watched);
+      return reply;
+    }
+    if (req.op == "memory_status") {
+      auto status = jobs.memory_status(peer, job_field(req.args));
+      if (!status) return error_reply(req.id, status.error());
+      reply.update(*status);
+      return reply;
+    }
     if (req.op == "release") return done(req.id, jobs.release(peer, job_field(req.args)));
     if (req.op == "phase") return done(req.id, jobs.set_phase(peer, job_field(req.args), int_arg(req.args, "phase")));
     if (req.op == "attach") return done(req.id, jobs.attach(peer, job_field(req.args), int_arg(req.args, "pid")));

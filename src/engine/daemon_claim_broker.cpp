@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "core/phase_page.h"
+#include "engine/daemon_pressure_feed.h"
 #include "engine/job.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
@@ -122,6 +123,16 @@ Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   g.ledger_note = notes;
   g.phase_sink = sink;
   return g;
+}
+
+Result<std::unique_ptr<PressureFeed>> DaemonClaimBroker::pressure_feed(const Grant& grant, uint64_t /*memory_bytes*/,
+                                                                       const MemoryThresholds& thresholds) {
+  // Built-in defaults defer to mlosd's configured ones.
+  std::optional<MemoryThresholds> chosen;
+  if (!(thresholds == MemoryThresholds{})) chosen = thresholds;
+  auto feed = DaemonPressureFeed::open(shared_from_this(), grant.claim_id, chosen);
+  if (!feed) return feed.error();
+  return std::unique_ptr<PressureFeed>(std::move(*feed));
 }
 
 Status DaemonClaimBroker::release(uint64_t claim_id) {

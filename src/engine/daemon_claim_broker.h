@@ -20,7 +20,7 @@
 
 namespace mlos {
 
-class DaemonClaimBroker final : public ClaimBroker {
+class DaemonClaimBroker final : public ClaimBroker, public std::enable_shared_from_this<DaemonClaimBroker> {
  public:
   DaemonClaimBroker(std::string socket_path, Topology topology, CpuSet allowed);
 
@@ -37,11 +37,16 @@ class DaemonClaimBroker final : public ClaimBroker {
   Status release(uint64_t claim_id) override;
   const Topology& topology() const override { return topology_; }
   CpuSet allowed_cpus() const override { return allowed_; }
+  // mlosd watches the job's memory and rings a doorbell (DaemonPressureFeed).
+  Result<std::unique_ptr<PressureFeed>> pressure_feed(const Grant& grant, uint64_t memory_bytes,
+                                                      const MemoryThresholds& thresholds) override;
+
+  // Runs `op` on the live connection, reconnecting first if needed; retries
+  // once on a fresh connection if the request could not be sent at all
+  // (never for "request", which must not be granted twice).
+  Result<nlohmann::json> call(const std::string& op, const nlohmann::json& args, int pass_fd);
 
  private:
-  // Runs `op` on the live connection, reconnecting first if needed; retries
-  // once on a fresh connection if the request could not be sent at all.
-  Result<nlohmann::json> call(const std::string& op, const nlohmann::json& args, int pass_fd);
 
   const std::string path_;
   const Topology topology_;

@@ -87,26 +87,14 @@ Result<PressureReport> LocalPressureFeed::sample(uint64_t now_ns) {
                  MemorySource::kCgroup);
     }
   }
-  if (auto node = os::read_node_memory(proc_root_)) f.consider(node->available, node->total, MemorySource::kNode);
+  os::add_node_figures(&f, cgroup_, proc_root_);
   if (job_budget_ > 0) {
     if (auto rss = os::process_resident_bytes(pid_, proc_root_)) {
       f.consider(job_budget_ > *rss ? job_budget_ - *rss : 0, job_budget_, MemorySource::kJob);
     }
   }
-  if (auto psi = os::read_memory_pressure(cgroup_, proc_root_)) {
-    f.psi_some_avg10 = psi->some_avg10;
-    f.psi_full_avg10 = psi->full_avg10;
-  }
   if (f.budget_bytes == 0) return make_error(MLOS_ERR_UNSUPPORTED, "no memory figure could be read");
-  const auto before = tracker_.level();
-  const auto level = tracker_.update(f, now_ns);
-  if (level != before) {
-    report_.level = level;
-    report_.detected_ns = now_ns;
-    ++report_.sequence;
-  }
-  report_.figures = f;
-  return report_;
+  return tracker_.observe(f, now_ns);
 }
 
 Status LocalPressureFeed::set_thresholds(const MemoryThresholds& t) {

@@ -52,7 +52,6 @@ class LocalPressureFeed final : public PressureFeed {
   std::optional<os::MemoryCgroup> cgroup_;
   std::vector<Wakeup> wakeups_;
   PressureLevelTracker tracker_;
-  PressureReport report_;
   std::map<std::string, std::string> notes_;
 };
 

@@ -15,13 +15,6 @@
 
 namespace mlos {
 
-struct PressureReport {
-  mlos_memory_pressure_level_t level = MLOS_MEMORY_PRESSURE_NORMAL;
-  MemoryFigures figures;
-  uint64_t detected_ns = 0;  // CLOCK_MONOTONIC when this level was entered
-  uint64_t sequence = 0;     // level changes so far
-};
-
 // Fills a published info struct up to info->struct_size (which the caller
 // has set), from a report.
 void fill_pressure_info(const PressureReport& r, mlos_memory_pressure_info_t* info);

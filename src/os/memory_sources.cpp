@@ -165,6 +165,14 @@ Result<NodeMemory> read_node_memory(const std::string& proc_root) {
   return NodeMemory{*avail, *total};
 }
 
+void add_node_figures(MemoryFigures* f, const std::optional<MemoryCgroup>& cg, const std::string& proc_root) {
+  if (auto node = read_node_memory(proc_root)) f->consider(node->available, node->total, MemorySource::kNode);
+  if (auto psi = read_memory_pressure(cg, proc_root)) {
+    f->psi_some_avg10 = psi->some_avg10;
+    f->psi_full_avg10 = psi->full_avg10;
+  }
+}
+
 Result<uint64_t> process_resident_bytes(pid_t pid, const std::string& proc_root) {
   const std::string path = proc_root + "/" + std::to_string(pid) + "/status";
   auto text = read_text(path);
@@ -201,6 +209,18 @@ Result<PsiTrigger> open_psi_trigger(const std::string& path, const std::string& 
     t.window_us = window;
   }
   return make_error(MLOS_ERR_SYSTEM, "unreachable");
+}
+
+Status check_eventfd(int fd) {
+  char target[64] = {};
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+  if (n < 0 || std::string(target, static_cast<size_t>(n)) != "anon_inode:[eventfd]") {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "the descriptor passed is not an eventfd");
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return make_sys_error(errno, "fcntl on an eventfd");
+  return Status::Ok();
 }
 
 Result<UniqueFd> v1_usage_threshold_event(const MemoryCgroup& cg, uint64_t bytes) {

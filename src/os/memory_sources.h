@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/memory_pressure.h"
 #include "core/status.h"
 #include "os/unique_fd.h"
 
@@ -55,6 +56,11 @@ struct NodeMemory {
 };
 Result<NodeMemory> read_node_memory(const std::string& proc_root = "/proc");
 
+// Adds to `f` the node (MemAvailable of MemTotal) and the PSI averages (of
+// `cg` when it is a v2 cgroup, else of the node). Unreadable files are
+// skipped.
+void add_node_figures(MemoryFigures* f, const std::optional<MemoryCgroup>& cg, const std::string& proc_root = "/proc");
+
 // Anonymous + shmem resident bytes of `pid` (RssAnon + RssShmem): what the
 // job itself holds that only freeing can give back.
 Result<uint64_t> process_resident_bytes(pid_t pid, const std::string& proc_root = "/proc");
@@ -72,6 +78,11 @@ struct PsiTrigger {
 };
 Result<PsiTrigger> open_psi_trigger(const std::string& path, const std::string& kind, uint64_t stall_us,
                                     uint64_t window_us, std::string* note);
+
+// INVALID_ARGUMENT unless `fd` is an eventfd; makes it non-blocking (for
+// every holder: the flag belongs to the open file), so that ringing it as a
+// doorbell never blocks.
+Status check_eventfd(int fd);
 
 // v1 memory cgroup notifications through cgroup.event_control: an eventfd
 // that counts each time usage crosses `bytes` (either way), or each

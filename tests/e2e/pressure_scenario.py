@@ -76,38 +76,64 @@ def _oom_kills(cg: Path) -> int:
     return 0
 
 
-def run(build_dir: Path, mode: str, runtime_dir: Path) -> Outcome:
+def _memory_cgroup_of(pid: int) -> Path:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return V1_MEMORY / path.lstrip("/")
+    raise AssertionError(f"pid {pid} has no v1 memory cgroup")
+
+
+def run(build_dir: Path, mode: str, runtime_dir: Path, daemon=None) -> Outcome:
     """Runs the scenario once with the trainer in `mode` (plain, observe,
-    shed) and returns what happened. The cgroup is removed afterwards."""
-    cg = V1_MEMORY / f"mlos-test-pressure-{uuid.uuid4().hex[:8]}"
-    cg.mkdir()
+    shed) and returns what happened.
+
+    Embedded (daemon None): the test makes the limited cgroup and puts both
+    processes in it; it is removed afterwards. Under mlosd (a started
+    daemon_helpers.Daemon with v1 cgroups): the trainer asks for
+    LIMIT_MB as memory_bytes, mlosd makes the job's cgroup with that limit,
+    and the hog joins the trainer's cgroup."""
+    own_cg = None if daemon else V1_MEMORY / f"mlos-test-pressure-{uuid.uuid4().hex[:8]}"
+    if own_cg:
+        own_cg.mkdir()
     try:
-        (cg / "memory.limit_in_bytes").write_text(str(LIMIT_MB * MIB))
+        if own_cg:
+            (own_cg / "memory.limit_in_bytes").write_text(str(LIMIT_MB * MIB))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+            env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime_dir))
+        else:
+            env = daemon.client_env()
 
-        def join_cgroup():
-            (cg / "cgroup.procs").write_text(str(os.getpid()))
+        def join(cg):
+            return lambda: (cg / "cgroup.procs").write_text(str(os.getpid()))
 
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
-        env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime_dir))
         trainer = subprocess.Popen(
-            [str(build_dir / "bin" / "mlos_pressure_trainer"), mode, str(CACHE_MB), str(WORK_MB), str(TRAIN_SECONDS)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=join_cgroup)
+            [str(build_dir / "bin" / "mlos_pressure_trainer"), mode, str(CACHE_MB), str(WORK_MB), str(TRAIN_SECONDS),
+             str(0 if own_cg else LIMIT_MB)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            preexec_fn=join(own_cg) if own_cg else None)
         # The hog starts once the trainer holds its cache.
         ready = trainer.stdout.readline()
-        assert '"ready"' in ready, f"trainer did not start: {ready!r}"
+        assert '"ready"' in ready, f"trainer did not start: {ready!r} {trainer.stdout.read()}"
+        cg = own_cg or _memory_cgroup_of(trainer.pid)
+        assert cg != V1_MEMORY, "mlosd did not put the trainer in a cgroup of its own"
         hog = subprocess.Popen(
             [str(build_dir / "bin" / "mlos_memory_hog"), str(HOG_STEP_MB), str(HOG_INTERVAL_MS), str(HOG_TARGET_MB),
              str(HOG_HOLD_MS), str(cg), str(MODERATE_AT), str(CRITICAL_AT)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=join_cgroup)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=join(cg))
         rest = trainer.stdout.read()
         rc = trainer.wait(timeout=60)
         exit_ns = time.monotonic_ns()  # CLOCK_MONOTONIC, as the programs print
+        try:
+            kills = _oom_kills(cg)
+        except OSError:  # mlosd removed the dead owner's cgroup already
+            kills = -1
         hog_out, _ = hog.communicate(timeout=60)
-        return Outcome(rc, exit_ns, _oom_kills(cg), _parse(ready + rest), _parse(hog_out))
+        return Outcome(rc, exit_ns, kills, _parse(ready + rest), _parse(hog_out))
     finally:
-        for _ in range(50):
+        for _ in range(50 if own_cg else 0):
             try:
-                cg.rmdir()
+                own_cg.rmdir()
                 break
             except OSError:
                 time.sleep(0.1)

@@ -49,3 +49,31 @@ def test_shedding_job_survives_where_the_plain_job_is_killed(tmp_path):
     assert done and done[0]["steps"] > 0
     # The hog got all it asked for: the trainer made room instead of dying.
     assert shed.of(shed.hog_events, "done")
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    from daemon_helpers import Daemon, v1_cgroups_usable
+    if v1_cgroups_usable():
+        pytest.skip(v1_cgroups_usable())
+    d = Daemon(tmp_path, cgroups="v1").start()
+    yield d
+    d.stop()
+    d.remove_cgroups()
+
+
+def test_under_mlosd_the_daemon_watches_and_the_shedding_job_survives(daemon, tmp_path):
+    # mlosd gives the job a cgroup limited to its memory_bytes, watches it
+    # and rings the job's doorbell; the library's thread fetches the report.
+    shed = sc.run(build_dir(), "shed", tmp_path / "shed", daemon=daemon)
+    assert shed.trainer_rc == 0, shed.trainer_events
+    assert shed.callbacks and shed.callbacks[0]["level"] in (LEVEL_MODERATE, LEVEL_CRITICAL)
+    assert shed.callbacks[0]["budget"] == sc.LIMIT_MB * sc.MIB
+    assert shed.of(shed.trainer_events, "shed")
+    assert shed.of(shed.hog_events, "done")
+
+    observe = sc.run(build_dir(), "observe", tmp_path / "observe", daemon=daemon)
+    assert observe.trainer_rc == -9, observe.trainer_events
+    levels = [c["level"] for c in observe.callbacks]
+    assert levels[:2] == [LEVEL_MODERATE, LEVEL_CRITICAL], observe.callbacks
+    assert all(c["t_ns"] < observe.trainer_exit_ns for c in observe.callbacks[:2])

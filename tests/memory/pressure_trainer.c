@@ -1,6 +1,6 @@
 /* A training-like loop for the memory-pressure tests, written against the
  * published API only. Usage:
- *   mlos_pressure_trainer MODE CACHE_MB WORK_MB SECONDS
+ *   mlos_pressure_trainer MODE CACHE_MB WORK_MB SECONDS [BUDGET_MB]
  * It keeps a dataset cache of CACHE_MB (1 MiB chunks, read round-robin by
  * the loop) and a working buffer of WORK_MB it computes over, for SECONDS.
  * MODE:
@@ -8,6 +8,9 @@
  *   observe  registers a memory callback that only records;
  *   shed     registers a callback that drops half the remaining cache on
  *            MODERATE and all of it on CRITICAL (the adaptive job).
+ * BUDGET_MB becomes the request's memory_bytes (under mlosd: the limit of
+ * the job's cgroup). Resources are requested before the cache is filled,
+ * so under mlosd the cache is charged to the job's cgroup.
  * Prints JSON lines: {"event":"callback",...} per callback (level, the
  * callback's CLOCK_MONOTONIC time, the level's detected_ns, figures),
  * {"event":"shed","mb":N}, and {"event":"done","steps":N,"cache_mb":N}. */
@@ -59,8 +62,8 @@ static void on_pressure(mlos_memory_pressure_level_t level, const mlos_memory_pr
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s plain|observe|shed CACHE_MB WORK_MB SECONDS\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s plain|observe|shed CACHE_MB WORK_MB SECONDS [BUDGET_MB]\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -68,6 +71,17 @@ int main(int argc, char** argv) {
   const long cache_mb = atol(argv[2]), work_mb = atol(argv[3]), seconds = atol(argv[4]);
   shed_mode = strcmp(mode, "shed") == 0;
   const int use_mlos = shed_mode || strcmp(mode, "observe") == 0;
+
+  const long budget_mb = argc == 6 ? atol(argv[5]) : 0;
+  mlos_training_resources_t* res = NULL;
+  if (use_mlos) {
+    mlos_training_resource_request_t req = {.num_cpus = 1, .numa_node_preference = -1,
+                                            .memory_bytes = (size_t)budget_mb << 20};
+    if (mlos_training_request_resources(&req, &res) != MLOS_OK) {
+      fprintf(stderr, "mlos: %s\n", mlos_last_error_message());
+      return 3;
+    }
+  }
 
   cache = calloc((size_t)cache_mb + 1, sizeof *cache);
   for (long i = 0; i < cache_mb; ++i) {
@@ -80,14 +94,9 @@ int main(int argc, char** argv) {
   float* work = malloc(work_bytes);
   memset(work, 0, work_bytes);
 
-  mlos_training_resources_t* res = NULL;
-  if (use_mlos) {
-    mlos_training_resource_request_t req = {.num_cpus = 1, .numa_node_preference = -1};
-    if (mlos_training_request_resources(&req, &res) != MLOS_OK ||
-        mlos_training_register_memory_callback(res, on_pressure, NULL) != MLOS_OK) {
-      fprintf(stderr, "mlos: %s\n", mlos_last_error_message());
-      return 3;
-    }
+  if (res && mlos_training_register_memory_callback(res, on_pressure, NULL) != MLOS_OK) {
+    fprintf(stderr, "mlos: %s\n", mlos_last_error_message());
+    return 3;
   }
   printf("{\"event\":\"ready\",\"t_ns\":%llu}\n", (unsigned long long)now_ns());
 

@@ -29,7 +29,17 @@ json full_config() {
               {"sample_interval_ms", 50},
               {"metrics_interval_ms", 5000},
               {"max_clients", 16},
-              {"arbitration", {{"phase_weights", {{"BACKWARD", 300}, {"IDLE", 1}}}}}};
+              {"arbitration", {{"phase_weights", {{"BACKWARD", 300}, {"IDLE", 1}}}}},
+              {"memory_pressure",
+               {{"moderate_headroom_percent", 25.0},
+                {"critical_headroom_percent", 10.0},
+                {"moderate_psi_some", 20.0},
+                {"critical_psi_full", 8.0},
+                {"hysteresis_percent", 4.0},
+                {"hold_ms", 2000},
+                {"sample_ms", 200},
+                {"psi_trigger_stall_ms", 300},
+                {"psi_trigger_window_ms", 4000}}}};
 }
 
 TEST(DaemonConfigTest, Defaults) {
@@ -67,6 +77,10 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_EQ(c.policy.weight(MLOS_TRAINING_PHASE_IDLE, 0), 1u);
   EXPECT_EQ(c.policy.weight(MLOS_TRAINING_PHASE_CHECKPOINT, 0), 400u) << "phases not named keep their default";
   EXPECT_EQ(c.arbitration, full_config()["arbitration"]);
+  EXPECT_DOUBLE_EQ(c.memory_thresholds.moderate_headroom, 0.25);
+  EXPECT_DOUBLE_EQ(c.memory_thresholds.critical_headroom, 0.10);
+  EXPECT_EQ(c.memory_thresholds.hold_ms, 2000u);
+  EXPECT_EQ(c.memory_thresholds.psi_trigger_window_ms, 4000u);
 }
 
 TEST(DaemonConfigTest, MergeKeepsKeysNotGiven) {
@@ -153,6 +167,18 @@ TEST_F(DaemonConfigRejectTest, ArbitrationWithUnknownPhase) {
 
 TEST_F(DaemonConfigRejectTest, ArbitrationWeightOutOfRange) {
   expect_rejected({{"arbitration", {{"phase_weights", {{"FORWARD", 0}}}}}}, "FORWARD");
+}
+
+TEST_F(DaemonConfigRejectTest, MemoryPressureUnknownKey) {
+  expect_rejected({{"memory_pressure", {{"moderate", 20}}}}, "moderate");
+}
+
+TEST_F(DaemonConfigRejectTest, MemoryPressureInverted) {
+  expect_rejected({{"memory_pressure", {{"critical_headroom_percent", 30}}}}, "critical headroom");
+}
+
+TEST_F(DaemonConfigRejectTest, MemoryPressureWrongType) {
+  expect_rejected({{"memory_pressure", {{"hold_ms", "1s"}}}}, "hold_ms");
 }
 
 TEST(DaemonConfigTest, NonObjectIsRejected) {

@@ -5,6 +5,7 @@
 #include "daemon/job_manager.h"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -715,6 +716,143 @@ TEST_F(JobManagerTest, UnknownRequesterIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(m->status()["jobs"].empty());
   EXPECT_FALSE(fs::exists(state_->path()));
+}
+
+// ---- memory pressure ----
+
+namespace memory_pressure {
+
+uint64_t rings(int efd) {
+  uint64_t n = 0;
+  return read(efd, &n, sizeof n) == sizeof n ? n : 0;
+}
+
+}  // namespace memory_pressure
+
+class JobManagerMemoryTest : public JobManagerTest {
+ protected:
+  // A job of `peer` with `memory_bytes` and a doorbell the test holds.
+  uint64_t watched_job(JobManager& m, const os::PeerCredentials& peer, uint64_t memory_bytes, json thresholds = {}) {
+    auto granted = m.request(peer, {{"num_cpus", 1}, {"memory_bytes", memory_bytes}}, {});
+    EXPECT_TRUE(granted.ok()) << granted.error().describe();
+    const uint64_t id = (*granted)["job"];
+    doorbell_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    client_fds_[{peer.pid, doorbell_}] = doorbell_;
+    json args{{"job", id}, {"event_fd", doorbell_}};
+    if (!thresholds.is_null()) args["thresholds"] = thresholds;
+    auto watched = m.watch_memory(peer, args, os::UniqueFd(dup(doorbell_)));
+    EXPECT_TRUE(watched.ok()) << watched.error().describe();
+    if (watched.ok()) EXPECT_EQ((*watched)["report"]["level"], 0);
+    return id;
+  }
+  void use_memory(uint64_t job, uint64_t bytes) {
+    cgroupfs_->set_memory_current("mlos/job-" + std::to_string(job), bytes);
+  }
+  void TearDown() override {
+    if (doorbell_ >= 0) close(doorbell_);
+    JobManagerTest::TearDown();
+  }
+  int doorbell_ = -1;
+};
+
+TEST_F(JobManagerMemoryTest, LevelChangesRingTheOwnersDoorbellAndShowInStatus) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  const uint64_t id = watched_job(*m, alice, kGigabyte);
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 0u);  // nothing used yet
+
+  use_memory(id, kGigabyte / 100 * 85);  // 15 % headroom
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
+  auto st = m->memory_status(alice, id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["report"]["level"], MLOS_MEMORY_PRESSURE_MODERATE);
+  EXPECT_EQ((*st)["report"]["source"], "cgroup");
+  EXPECT_EQ((*st)["report"]["budget_bytes"], kGigabyte);
+  EXPECT_EQ(find_job(m->status(), id)["memory_pressure"]["level"], MLOS_MEMORY_PRESSURE_MODERATE);
+
+  m->tick();  // same level: no ring
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 0u);
+  use_memory(id, kGigabyte / 100 * 95);
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
+  EXPECT_EQ((*m->memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_CRITICAL);
+
+  // Back down only after the hold time (1 s by default).
+  use_memory(id, kGigabyte / 2);
+  m->tick();
+  now_ns_ += 999'000'000;
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 0u);
+  now_ns_ += 1'000'000;
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
+  EXPECT_EQ((*m->memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_NORMAL);
+}
+
+TEST_F(JobManagerMemoryTest, ThresholdsFromTheClientOrTheConfig) {
+  auto d = deps();
+  d.memory_thresholds.moderate_headroom = 0.50;
+  d.memory_thresholds.critical_headroom = 0.40;
+  JobManager m(d);
+  const auto alice = spawn(101, kAlice);
+  const uint64_t by_config = watched_job(m, alice, kGigabyte);
+  use_memory(by_config, kGigabyte / 100 * 55);  // 45 % headroom: MODERATE by the config's 50 %
+  m.tick();
+  EXPECT_EQ((*m.memory_status(alice, by_config))["report"]["level"], MLOS_MEMORY_PRESSURE_MODERATE);
+
+  const auto bob = spawn(102, kBob);
+  const uint64_t by_client = watched_job(m, bob, kGigabyte, {{"moderate_headroom_percent", 30}, {"critical_headroom_percent", 20}});
+  use_memory(by_client, kGigabyte / 100 * 55);
+  m.tick();
+  EXPECT_EQ((*m.memory_status(bob, by_client))["report"]["level"], MLOS_MEMORY_PRESSURE_NORMAL);
+}
+
+TEST_F(JobManagerMemoryTest, BadWatchRequestsAreRefusedAndChangeNothing) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  auto granted = m->request(alice, {{"num_cpus", 1}, {"memory_bytes", kGigabyte}}, {});
+  ASSERT_TRUE(granted.ok());
+  const uint64_t id = (*granted)["job"];
+  const int efd = eventfd(0, EFD_CLOEXEC);
+  auto watch = [&](const os::PeerCredentials& who, json args, int fd) {
+    return m->watch_memory(who, args, fd >= 0 ? os::UniqueFd(dup(fd)) : os::UniqueFd());
+  };
+  // Another user's job, no descriptor, not an eventfd, bad thresholds, unknown keys.
+  EXPECT_EQ(watch(spawn(102, kBob), {{"job", id}, {"event_fd", 5}}, efd).error().code, MLOS_ERR_PERMISSION);
+  EXPECT_EQ(watch(alice, {{"job", id}, {"event_fd", 5}}, -1).error().code, MLOS_ERR_INVALID_ARGUMENT);
+  const int not_eventfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_EQ(watch(alice, {{"job", id}, {"event_fd", 5}}, not_eventfd).error().code, MLOS_ERR_INVALID_ARGUMENT);
+  auto inverted = watch(alice, {{"job", id}, {"event_fd", 5}, {"thresholds", {{"critical_headroom_percent", 50}}}}, efd);
+  EXPECT_EQ(inverted.error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(watch(alice, {{"job", id}, {"event_fd", 5}, {"verbose", true}}, efd).error().code,
+            MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(watch(alice, {{"job", id}}, efd).error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ((*m->memory_status(alice, id))["watching"], false);
+  EXPECT_EQ(m->memory_status(spawn(103, kBob), id).error().code, MLOS_ERR_PERMISSION);
+  close(efd);
+  close(not_eventfd);
+}
+
+TEST_F(JobManagerMemoryTest, ARestartedDaemonTakesTheDoorbellAgain) {
+  const auto alice = spawn(101, kAlice);
+  uint64_t id;
+  {
+    auto m = make_manager();
+    id = watched_job(*m, alice, kGigabyte, {{"hold_ms", 250}});
+  }
+  auto saved = saved_registry();
+  ASSERT_EQ(saved.jobs.size(), 1u);
+  EXPECT_EQ(saved.jobs[0].memory_event_fd, doorbell_);
+  EXPECT_EQ(saved.jobs[0].memory_thresholds["hold_ms"], 250);
+
+  auto m = make_manager();
+  ASSERT_TRUE(m->recover().ok());
+  use_memory(id, kGigabyte / 100 * 95);
+  m->tick();
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
+  EXPECT_EQ((*m->memory_status(alice, id))["watching"], true);
 }
 
 }  // namespace

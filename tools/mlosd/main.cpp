@@ -16,6 +16,7 @@
 #include "mlos/version.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
+#include "os/memory_sources.h"
 #include "os/process_info.h"
 
 namespace {
@@ -143,6 +144,12 @@ int main(int argc, char** argv) {
   };
   deps.fetch_fd = fetch_fd;
   deps.now_ns = monotonic_ns;
+  deps.memory_thresholds = config.memory_thresholds;
+  deps.node_memory = [] {
+    mlos::MemoryFigures f;
+    os::add_node_figures(&f, std::nullopt);
+    return f;
+  };
   deps.now_unix = [] { return static_cast<int64_t>(time(nullptr)); };
   d::JobManager jobs(std::move(deps));
 

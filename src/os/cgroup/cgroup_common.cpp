@@ -51,3 +51,11 @@ std::optional<uint64_t> keyed_value(const std::string& text, const std::string& 
 
 }  // namespace cgroup_detail
 }  // namespace mlos::os
+
+namespace mlos::os {
+
+Result<UniqueFd> CgroupDriver::memory_threshold_event(const std::string& /*job*/, uint64_t /*bytes*/) {
+  return make_error(MLOS_ERR_UNSUPPORTED, version() + " has no memory usage threshold notifications here");
+}
+
+}  // namespace mlos::os

@@ -18,6 +18,7 @@
 #include "core/cpu_set.h"
 #include "core/status.h"
 #include "os/cgroup/cgroup_fs.h"
+#include "os/unique_fd.h"
 
 namespace mlos::os {
 
@@ -36,6 +37,9 @@ struct CgroupUsage {
   // Time the cgroup's tasks stalled on memory (PSI "some", v2
   // memory.pressure); v1 has no per-cgroup PSI, so always empty there.
   std::optional<uint64_t> memory_stall_us;
+  // memory_bytes less inactive file pages (what reclaim cannot take back
+  // without I/O): the figure memory-pressure levels are computed from.
+  std::optional<uint64_t> memory_working_set;
 };
 
 class CgroupDriver {
@@ -59,6 +63,10 @@ class CgroupDriver {
   virtual Status detach(const std::string& job) = 0;
   virtual Result<std::vector<pid_t>> processes(const std::string& job) const = 0;
   virtual Result<CgroupUsage> usage(const std::string& job) const = 0;
+  // An eventfd that the kernel signals each time the job's memory usage
+  // crosses `bytes` (v1 cgroup.event_control). UNSUPPORTED where the
+  // hierarchy has no such notification (v2, fakes): callers then sample.
+  virtual Result<UniqueFd> memory_threshold_event(const std::string& job, uint64_t bytes);
   // Removes the job's cgroup; fails (EBUSY) while processes remain in it.
   virtual Status remove(const std::string& job) = 0;
   // Names of the job cgroups under the base (to reconcile after a restart).

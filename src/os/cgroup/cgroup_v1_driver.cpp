@@ -2,11 +2,13 @@
 // optional), each with its own <base>/<job> directory.
 #include "os/cgroup/cgroup_common.h"
 #include "os/cgroup/cgroup_driver.h"
+#include "os/memory_sources.h"
 
 namespace mlos::os {
 
 namespace {
 
+using cgroup_detail::keyed_value;
 using cgroup_detail::parse_pids;
 using cgroup_detail::parse_u64;
 
@@ -104,10 +106,22 @@ class CgroupV1Driver final : public CgroupDriver {
     if (Status s = validate_job_name(job); !s) return s.error();
     CgroupUsage u;
     if (auto m = m_.memory->read(path(job) + "/memory.usage_in_bytes")) u.memory_bytes = parse_u64(*m);
+    if (u.memory_bytes) {
+      auto st = m_.memory->read(path(job) + "/memory.stat");
+      const uint64_t inactive = st ? keyed_value(*st, "total_inactive_file").value_or(0) : 0;
+      u.memory_working_set = *u.memory_bytes > inactive ? *u.memory_bytes - inactive : 0;
+    }
     if (m_.cpuacct) {
       if (auto c = m_.cpuacct->read(path(job) + "/cpuacct.usage")) u.cpu_usage_ns = parse_u64(*c);
     }
     return u;
+  }
+
+  Result<UniqueFd> memory_threshold_event(const std::string& job, uint64_t bytes) override {
+    if (Status s = validate_job_name(job); !s) return s.error();
+    auto* real = dynamic_cast<LinuxCgroupFs*>(m_.memory.get());
+    if (!real) return CgroupDriver::memory_threshold_event(job, bytes);
+    return v1_usage_threshold_event(MemoryCgroup{1, real->root() + "/" + path(job)}, bytes);
   }
 
   Status remove(const std::string& job) override {

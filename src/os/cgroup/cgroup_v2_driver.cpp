@@ -99,6 +99,11 @@ class CgroupV2Driver final : public CgroupDriver {
     if (Status s = validate_job_name(job); !s) return s.error();
     CgroupUsage u;
     if (auto m = fs_->read(path(job) + "/memory.current")) u.memory_bytes = parse_u64(*m);
+    if (u.memory_bytes) {
+      auto st = fs_->read(path(job) + "/memory.stat");
+      const uint64_t inactive = st ? keyed_value(*st, "inactive_file").value_or(0) : 0;
+      u.memory_working_set = *u.memory_bytes > inactive ? *u.memory_bytes - inactive : 0;
+    }
     if (auto c = fs_->read(path(job) + "/cpu.stat")) {
       if (auto us = keyed_value(*c, "usage_usec")) u.cpu_usage_ns = *us * 1000;
     }
