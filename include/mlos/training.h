@@ -22,9 +22,11 @@
  *  - The library never writes to stdout/stderr on its own; see mlos/log.h.
  *
  * Engines: MLOS_MODE=auto|embedded|daemon picks how requests are served.
- * This version ships the embedded engine (in-process; cross-process claims in
- * a file-locked ledger in the runtime directory); "daemon" returns
- * MLOS_ERR_UNSUPPORTED until mlosd lands, and "auto" uses embedded. */
+ * "embedded" serves them in-process (cross-process claims in a file-locked
+ * ledger in the runtime directory); "daemon" forwards them to mlosd
+ * ($MLOS_DAEMON_SOCKET, default /run/mlos/mlosd.sock) and fails with
+ * MLOS_ERR_DAEMON_UNAVAILABLE when it does not answer; "auto" (the default)
+ * uses mlosd when it answers and embedded otherwise. See docs/daemon.md. */
 #ifndef MLOS_TRAINING_H_
 #define MLOS_TRAINING_H_
 
@@ -152,8 +154,8 @@ typedef void (*mlos_memory_callback_t)(mlos_memory_pressure_level_t level,
  * Errors: INVALID_ARGUMENT (NULL, num_cpus < 1, priority out of range,
  * numa_node_preference < -1, bad MLOS_MODE), INVALID_NUMA_NODE,
  * INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY, STATE_CORRUPT,
- * UNSUPPORTED (MLOS_MODE=daemon; exclusive CPUs while the ledger is
- * unusable), SYSTEM. On error *resources is set to NULL and no claim is
+ * UNSUPPORTED (exclusive CPUs while the ledger is unusable),
+ * DAEMON_UNAVAILABLE (MLOS_MODE=daemon and mlosd does not answer), SYSTEM. On error *resources is set to NULL and no claim is
  * made. */
 MLOS_API int mlos_training_request_resources(
     const mlos_training_resource_request_t* request,

@@ -528,6 +528,10 @@ std::vector<JobSample> JobManager::samples() const {
       }
     }
     if (j.record.memory_bytes > 0) s.memory_limit_bytes = j.record.memory_bytes;
+    if (j.memory) {
+      s.memory_pressure_level = static_cast<int>(j.memory->report().level);
+      s.memory_pressure_changes = j.memory->report().sequence;
+    }
     out.push_back(std::move(s));
   }
   return out;

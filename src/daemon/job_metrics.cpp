@@ -31,6 +31,8 @@ struct JobMetrics::JobSeries {
   TotalCounter stall;
   prometheus::Gauge* memory = nullptr;
   prometheus::Gauge* memory_limit = nullptr;
+  prometheus::Gauge* pressure_level = nullptr;
+  TotalCounter pressure_changes;
 };
 
 JobMetrics::JobMetrics()
@@ -57,6 +59,14 @@ JobMetrics::JobMetrics()
                         .Name("mlos_job_memory_limit_bytes")
                         .Help("Hard memory limit of the job's cgroup")
                         .Register(*registry_)),
+      pressure_level_(BuildGauge()
+                          .Name("mlos_job_memory_pressure_level")
+                          .Help("Memory-pressure level of the job: 0 NORMAL, 1 MODERATE, 2 CRITICAL")
+                          .Register(*registry_)),
+      pressure_changes_(BuildCounter()
+                            .Name("mlos_job_memory_pressure_changes_total")
+                            .Help("Memory-pressure level changes of the job")
+                            .Register(*registry_)),
       requests_(BuildCounter()
                     .Name("mlos_daemon_requests_total")
                     .Help("Control-socket requests handled, by op (malformed: frames that closed the connection)")
@@ -164,6 +174,14 @@ void JobMetrics::update(const std::vector<JobSample>& samples) {
       if (!series->memory_limit) series->memory_limit = &memory_limit_.Add({{"job", s.job}});
       series->memory_limit->Set(static_cast<double>(*s.memory_limit_bytes));
     }
+    if (s.memory_pressure_level) {
+      if (!series->pressure_level) series->pressure_level = &pressure_level_.Add({{"job", s.job}});
+      series->pressure_level->Set(*s.memory_pressure_level);
+    }
+    if (s.memory_pressure_changes) {
+      if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add({{"job", s.job}});
+      advance(series->pressure_changes, static_cast<double>(*s.memory_pressure_changes));
+    }
   }
 }
 
@@ -180,6 +198,8 @@ void JobMetrics::drop(const std::string& job) {
   if (s.stall.counter) memory_stall_.Remove(s.stall.counter);
   if (s.memory) memory_.Remove(s.memory);
   if (s.memory_limit) memory_limit_.Remove(s.memory_limit);
+  if (s.pressure_level) pressure_level_.Remove(s.pressure_level);
+  if (s.pressure_changes.counter) pressure_changes_.Remove(s.pressure_changes.counter);
   jobs_.erase(it);
 }
 

@@ -11,6 +11,8 @@
 //   mlos_job_memory_stall_seconds_total{job}       memory stall time (PSI some; v2)
 //   mlos_job_memory_bytes{job}                     memory charged to it
 //   mlos_job_memory_limit_bytes{job}               its hard limit
+//   mlos_job_memory_pressure_level{job}            0 NORMAL, 1 MODERATE, 2 CRITICAL (watched jobs)
+//   mlos_job_memory_pressure_changes_total{job}    level changes so far
 //
 // Not thread-safe: one thread (the daemon's sampler) calls update().
 #pragma once
@@ -41,6 +43,8 @@ struct JobSample {
   std::optional<double> memory_stall_seconds;  // PSI "some" of its cgroup (v2)
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> memory_limit_bytes;
+  std::optional<int> memory_pressure_level;            // jobs with a memory watch
+  std::optional<uint64_t> memory_pressure_changes;
 };
 
 class JobMetrics {
@@ -73,6 +77,8 @@ class JobMetrics {
   prometheus::Family<prometheus::Counter>& cpu_seconds_;
   prometheus::Family<prometheus::Gauge>& memory_;
   prometheus::Family<prometheus::Gauge>& memory_limit_;
+  prometheus::Family<prometheus::Gauge>& pressure_level_;
+  prometheus::Family<prometheus::Counter>& pressure_changes_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Gauge& clients_;
   prometheus::Family<prometheus::Counter>& stall_;

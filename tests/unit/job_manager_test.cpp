@@ -778,6 +778,10 @@ TEST_F(JobManagerMemoryTest, LevelChangesRingTheOwnersDoorbellAndShowInStatus) {
   m->tick();
   EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
   EXPECT_EQ((*m->memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_CRITICAL);
+  const auto samples = m->samples();
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].memory_pressure_level, MLOS_MEMORY_PRESSURE_CRITICAL);  // the metrics' source
+  EXPECT_EQ(samples[0].memory_pressure_changes, 2u);
 
   // Back down only after the hold time (1 s by default).
   use_memory(id, kGigabyte / 2);
