@@ -6,10 +6,10 @@
 
 #include <cerrno>
 #include <charconv>
-#include <fstream>
 #include <sstream>
 
 #include "os/cgroup/cgroup_driver.h"
+#include "os/durable_file.h"
 #include "os/process_info.h"
 
 namespace mlos::os {
@@ -20,11 +20,9 @@ namespace {
 constexpr uint64_t kNoLimitAbove = uint64_t{1} << 62;
 
 std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = read_whole_file(path);
+  if (!text || !text->has_value()) return std::nullopt;
+  return std::move(**text);
 }
 
 std::optional<uint64_t> parse_u64_or_max(std::string_view v) {
