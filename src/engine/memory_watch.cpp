@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/process_self.h"
 #include "os/unique_fd.h"
 
 namespace mlos {
@@ -30,6 +31,7 @@ struct MemoryWatch::State {
   void run();
   Result<PressureReport> sample_locked();
 
+  const pid_t owner_pid = os::self_pid();  // a forked child has no watcher thread
   std::unique_ptr<PressureFeed> feed;  // guarded by mu
   Clock clock;
   MemoryCallbacks callbacks;
@@ -127,6 +129,13 @@ Result<PressureReport> MemoryWatch::current() {
 
 void MemoryWatch::stop() {
   if (s_->stopping.exchange(true)) return;
+  if (os::self_pid() != s_->owner_pid) {
+    // A forked child dropping its copy: the thread exists only in the
+    // parent, and the copied mutexes may be held by it. Touch neither;
+    // the thread object is leaked (joining or detaching it is undefined).
+    new std::thread(std::move(s_->thread));
+    return;
+  }
   s_->callbacks.clear();
   s_->wake();
   if (!s_->thread.joinable()) return;

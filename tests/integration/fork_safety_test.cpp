@@ -44,3 +44,36 @@ TEST(ForkSafety, ChildCannotTouchParentsJob) {
   EXPECT_EQ(pl.phase, MLOS_TRAINING_PHASE_FORWARD);
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
 }
+
+namespace {
+void ignore_pressure(mlos_memory_pressure_level_t, const mlos_memory_pressure_info_t*, void*) {}
+}  // namespace
+
+TEST(ForkSafety, AChildDroppingAWatchedHandleLeavesTheParentsWatcherAlone) {
+  // The parent's memory watcher thread does not exist in a child; dropping
+  // the child's copy must neither join it nor take its locks.
+  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
+                                          .priority = 0, .exclusive_cpus = false};
+  mlos_training_resources_t* res = nullptr;
+  ASSERT_EQ(mlos_training_request_resources(&req, &res), MLOS_OK) << mlos_last_error_message();
+  ASSERT_EQ(mlos_training_register_memory_callback(res, ignore_pressure, nullptr), MLOS_OK)
+      << mlos_last_error_message();
+  ChildProcess child(
+      [&](ChildProcess& self) {
+        int failures = 0;
+        if (mlos_training_unregister_memory_callback(res, ignore_pressure, nullptr) != MLOS_ERR_INVALID_HANDLE) {
+          ++failures;
+        }
+        if (mlos_training_release_resources(res) != MLOS_OK) ++failures;
+        if (failures) self.report("child saw " + std::to_string(failures) + " unexpected results");
+        return failures;
+      },
+      false);
+  EXPECT_EQ(child.read_line(), "");
+  EXPECT_EQ(child.wait_exit(), 0);
+  mlos_memory_pressure_info_t info = {};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(mlos_training_get_memory_pressure(res, &info), MLOS_OK);
+  EXPECT_EQ(mlos_training_unregister_memory_callback(res, ignore_pressure, nullptr), MLOS_OK);
+  EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
+}
