@@ -2,7 +2,8 @@
 # README command 2 (and CI): install, build, and run every test.
 #  1. the normal build: unit, integration (real kernel), strict-C header,
 #     installed-tree consumers (pkg-config, find_package) and CLI end-to-end;
-#  2. an ASan+UBSan build of the unit, integration and C tests.
+#  2. an ASan+UBSan build of the unit, integration, C and checkpoint (fault
+#     injection, crash loop) tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,14 +15,15 @@ rm -rf build/test-runtime
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).
   MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
-    fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay" \
+    fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay
+    mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child" \
     bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   rm -rf build-asan/test-runtime
   # hwloc's PCI plugin (through libpciaccess) leaks about 1 KB per process
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU
   # discovery on real hardware, which this run does not exercise.
   (cd build-asan && HWLOC_COMPONENTS=-pci UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz)\.')
+     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint)\.')
   # mlosd, its clients and the CLI under ASan/UBSan, through the daemon
   # end-to-end tests (TSan: bash scripts/sanitize_daemon.sh thread).
   bash scripts/sanitize_daemon.sh address,undefined

@@ -60,7 +60,16 @@ typedef enum mlos_error {
   MLOS_ERR_TIMEOUT = -17,
   /* mlosd did not answer (MLOS_MODE=daemon with no daemon, or the
    * connection broke). Retrying later may succeed. */
-  MLOS_ERR_DAEMON_UNAVAILABLE = -18
+  MLOS_ERR_DAEMON_UNAVAILABLE = -18,
+  /* An I/O error (ENOSPC, EIO from write or fsync, a failed rename) while
+   * writing, syncing or reading a checkpoint; the message carries errno.
+   * A failed save leaves the previous checkpoint intact. */
+  MLOS_ERR_IO = -19,
+  /* A checkpoint file failed verification (short, bad magic, unknown
+   * version, length or checksum mismatch); the message says which. */
+  MLOS_ERR_CHECKPOINT_CORRUPT = -20,
+  /* No checkpoint (or no such directory) was found. */
+  MLOS_ERR_NOT_FOUND = -21
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

@@ -45,6 +45,9 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_NO_SUCH_THREAD: return "no such thread";
     case MLOS_ERR_TIMEOUT: return "timed out";
     case MLOS_ERR_DAEMON_UNAVAILABLE: return "mlosd unavailable";
+    case MLOS_ERR_IO: return "I/O error";
+    case MLOS_ERR_CHECKPOINT_CORRUPT: return "checkpoint corrupt";
+    case MLOS_ERR_NOT_FOUND: return "not found";
     default: return "unknown error";
   }
 }

@@ -3,11 +3,9 @@
 // rejected instead of being dereferenced.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <shared_mutex>
-#include <unordered_map>
 
+#include "api/handle_table.h"
 #include "engine/job.h"
 #include "mlos/training.h"
 
@@ -17,16 +15,14 @@ class HandleRegistry {
  public:
   static HandleRegistry& instance();
 
-  mlos_training_resources_t* add(std::shared_ptr<Job> job);
+  mlos_training_resources_t* add(std::shared_ptr<Job> job) { return table_.add(std::move(job)); }
   // nullptr if unknown.
-  std::shared_ptr<Job> find(const mlos_training_resources_t* handle) const;
+  std::shared_ptr<Job> find(const mlos_training_resources_t* handle) const { return table_.find(handle); }
   // Removes and returns the job; nullptr if unknown (already released).
-  std::shared_ptr<Job> take(mlos_training_resources_t* handle);
+  std::shared_ptr<Job> take(mlos_training_resources_t* handle) { return table_.take(handle); }
 
  private:
-  mutable std::shared_mutex mu_;
-  uint64_t next_ = 1;
-  std::unordered_map<uintptr_t, std::shared_ptr<Job>> jobs_;
+  HandleTable<Job, mlos_training_resources_t, 0x6d6c /* "ml" */> table_;
 };
 
 }  // namespace mlos

@@ -224,10 +224,31 @@ Status Job::free_checkpoint_buffer(void* buffer) {
   if (it == checkpoint_buffers_.end()) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "pointer is not a checkpoint buffer of this handle");
   }
+  if (pinned_.count(buffer)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer is in use by a checkpoint save in flight");
+  }
   Status s = kernel_.unmap(it->first, it->second);
   checkpoint_bytes_ -= it->second;
   checkpoint_buffers_.erase(it);
   return s;
+}
+
+Status Job::pin_checkpoint_buffer(void* buffer) {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  if (!checkpoint_buffers_.count(buffer)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "pointer is not a checkpoint buffer of this handle");
+  }
+  ++pinned_[buffer];
+  return Status::Ok();
+}
+
+void Job::unpin_checkpoint_buffer(void* buffer) {
+  std::lock_guard lock(mu_);
+  auto it = pinned_.find(buffer);
+  if (it == pinned_.end()) return;
+  if (--it->second == 0) pinned_.erase(it);
+  unpinned_.notify_all();
 }
 
 Status Job::register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind) {
@@ -337,7 +358,9 @@ Status Job::release() {
   std::shared_ptr<MemoryWatch> w;
   Status s;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    // A checkpoint save reading one of this job's buffers finishes first.
+    unpinned_.wait(lock, [&] { return pinned_.empty() || released_; });
     s = release_locked();
     w = std::move(watch_);
   }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +50,12 @@ class Job {
   Status set_phase(mlos_training_phase_t phase);
   Result<void*> alloc_checkpoint_buffer(size_t size);
   Status free_checkpoint_buffer(void* buffer);
+  // While a checkpoint buffer is pinned (an asynchronous checkpoint save is
+  // reading it), freeing it is refused and release() waits for the unpin
+  // before unmapping it. Pins nest. INVALID_HANDLE once released,
+  // INVALID_ARGUMENT for a pointer that is not a buffer of this job.
+  Status pin_checkpoint_buffer(void* buffer);
+  void unpin_checkpoint_buffer(void* buffer);
   Status register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind);
   Status unregister_buffer(void* addr);
   // Memory pressure (see MemoryWatch): the watcher starts with the first
@@ -126,6 +133,8 @@ class Job {
   PhaseProfile profile_;
   std::vector<BoundThread> threads_;
   std::map<void*, size_t> checkpoint_buffers_;
+  std::map<void*, int> pinned_;          // checkpoint buffers being read by a save
+  std::condition_variable unpinned_;     // signalled when pinned_ shrinks
   size_t checkpoint_bytes_ = 0;
   std::map<uintptr_t, Buffer> registered_;
   std::map<uint32_t, std::string> notes_;
