@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds mlosd, the CLI, libmlos and the daemon test client with sanitizers
-# and runs the daemon end-to-end tests (tests/e2e/test_daemon*.py) against
-# that build, as root.
+# Builds mlosd, the CLI, libmlos and the daemon test clients with sanitizers
+# and runs the end-to-end tests that involve mlosd (pytest -k daemon:
+# tests/e2e/test_daemon*.py and the daemon-mode memory-pressure scenario)
+# against that build, as root.
 #   bash scripts/sanitize_daemon.sh address,undefined   # ASan + UBSan (CI runs this)
 #   bash scripts/sanitize_daemon.sh thread              # TSan
 # A sanitizer report makes the sanitized process exit non-zero, which the
@@ -15,7 +16,7 @@ case "$sanitizers" in
   thread) dir=build-tsan ;;
   *) dir=build-$(echo "$sanitizers" | tr ',' '-') ;;
 esac
-MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client" \
+MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_pressure_trainer mlos_memory_hog" \
   bash scripts/build.sh -DMLOS_SANITIZE="$sanitizers" -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 # hwloc's PCI plugin leaks about 1 KB per process (see scripts/test.sh).
 export HWLOC_COMPONENTS=-pci

@@ -118,6 +118,9 @@ int main(int argc, char** argv) {
   pthread_mutex_lock(&cache_mu);
   printf("{\"event\":\"done\",\"steps\":%llu,\"cache_mb\":%ld}\n", steps, cache_chunks);
   pthread_mutex_unlock(&cache_mu);
-  if (res) mlos_training_release_resources(res);
+  if (res) mlos_training_release_resources(res);  // no callback runs after this
+  drop_chunks(cache_chunks);
+  free(cache);
+  free(work);
   return 0;
 }
