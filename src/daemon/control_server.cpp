@@ -195,11 +195,11 @@ void ControlServer::sync_memory_wakeups() {
   // epoll; a number reused since is a new file, which ADD accepts (EEXIST
   // means this very file is registered already).
   memory_wakeups_.clear();
-  for (const auto& [job, fd] : jobs_.memory_wakeups()) {
+  for (const auto& w : jobs_.memory_wakeups()) {
     epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kMemory | static_cast<uint32_t>(fd);
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST) memory_wakeups_[fd] = job;
+    ev.events = w.events;
+    ev.data.u64 = kMemory | static_cast<uint32_t>(w.fd);
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, w.fd, &ev) == 0 || errno == EEXIST) memory_wakeups_[w.fd] = w.job;
   }
 }
 

@@ -403,6 +403,10 @@ Status JobManager::start_memory_watch(Live& j, os::UniqueFd doorbell, int owner_
   if (Status s = os::check_eventfd(doorbell.get()); !s) return s;
   j.memory = std::make_unique<JobMemoryWatch>(std::move(doorbell), *t);
   j.memory->arm(d_.cgroups.get(), j.record.cgroup(), j.record.memory_bytes);
+  const std::string note = "memory watch: " + j.memory->note();
+  if (!j.memory->note().empty() && std::find(j.notes.begin(), j.notes.end(), note) == j.notes.end()) {
+    j.notes.push_back(note);
+  }
   j.record.memory_event_fd = owner_fd;
   j.record.memory_thresholds = thresholds;
   follow_memory(j);
@@ -443,11 +447,11 @@ Result<json> JobManager::memory_status(const os::PeerCredentials& peer, uint64_t
   return json{{"watching", true}, {"report", report_to_json((*j)->memory->report())}};
 }
 
-std::vector<std::pair<uint64_t, int>> JobManager::memory_wakeups() const {
-  std::vector<std::pair<uint64_t, int>> out;
+std::vector<JobManager::MemoryWakeup> JobManager::memory_wakeups() const {
+  std::vector<MemoryWakeup> out;
   for (const auto& [id, j] : jobs_) {
     if (!j.memory) continue;
-    for (int fd : j.memory->wake_fds()) out.emplace_back(id, fd);
+    for (auto w : j.memory->wake_fds()) out.push_back({id, w.fd, w.events});
   }
   return out;
 }
@@ -455,21 +459,28 @@ std::vector<std::pair<uint64_t, int>> JobManager::memory_wakeups() const {
 void JobManager::memory_woke(uint64_t job, int fd) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || !it->second.memory) return;
-  it->second.memory->drain(fd);
+  it->second.memory->on_ready(fd, d_.now_ns());
   follow_memory(it->second);
 }
 
 void JobManager::follow_memory(Live& j) {
   if (!j.memory) return;
   MemoryFigures f = d_.node_memory ? d_.node_memory() : MemoryFigures{};
-  if (d_.cgroups && j.record.memory_bytes > 0) {
+  bool psi_known = d_.node_memory != nullptr;
+  if (d_.cgroups) {
     auto u = d_.cgroups->usage(j.record.cgroup());
-    if (u && u->memory_working_set) {
+    if (u && u->memory_working_set && j.record.memory_bytes > 0) {
       const uint64_t budget = j.record.memory_bytes, ws = *u->memory_working_set;
       f.consider(budget > ws ? budget - ws : 0, budget, MemorySource::kCgroup);
     }
+    // The job's own stalls (v2) rather than the node's.
+    if (u && u->memory_psi_some_avg10) {
+      f.psi_some_avg10 = *u->memory_psi_some_avg10;
+      f.psi_full_avg10 = u->memory_psi_full_avg10.value_or(0);
+      psi_known = true;
+    }
   }
-  if (f.budget_bytes == 0) return;  // nothing readable: keep the last report
+  if (f.budget_bytes == 0 && !psi_known) return;  // nothing readable: keep the last report
   j.memory->observe(f, d_.now_ns());
 }
 

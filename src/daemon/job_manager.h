@@ -99,7 +99,12 @@ class JobManager {
   Result<nlohmann::json> memory_status(const os::PeerCredentials& peer, uint64_t job);
   // Descriptors the event loop should watch for memory wake-ups, and what
   // to do when one fires (sample that job now).
-  std::vector<std::pair<uint64_t, int>> memory_wakeups() const;
+  struct MemoryWakeup {
+    uint64_t job;
+    int fd;
+    uint32_t events;  // for epoll
+  };
+  std::vector<MemoryWakeup> memory_wakeups() const;
   void memory_woke(uint64_t job, int fd);
 
   // Drops the jobs of owners that are gone, follows phase pages and rewrites

@@ -1,10 +1,11 @@
 // mlosd's memory watching of one job: the level of the job's cgroup (its
-// working set against memory_bytes) and of the node, kept with hysteresis,
-// and a doorbell rung for the owner when the level changes. The doorbell is
-// an eventfd the owner passed with watch_memory; the owner then asks for the
-// figures with memory_status. On v1 the kernel wakes the daemon the moment
-// usage crosses a level's threshold (cgroup.event_control), so a change does
-// not wait for the next sample.
+// working set against memory_bytes, and on v2 its own PSI) and of the node,
+// kept with hysteresis, and a doorbell rung for the owner when the level
+// changes. The doorbell is an eventfd the owner passed with watch_memory;
+// the owner then asks for the figures with memory_status. The kernel wakes
+// the daemon between samples where it can: on v1 when usage crosses a
+// level's threshold (cgroup.event_control), on v2 when the cgroup's PSI
+// trigger fires ("some" stall: MODERATE, "full": CRITICAL).
 #pragma once
 
 #include <cstdint>
@@ -21,24 +22,35 @@ class JobMemoryWatch {
  public:
   JobMemoryWatch(os::UniqueFd doorbell, const MemoryThresholds& t) : doorbell_(std::move(doorbell)), tracker_(t) {}
 
-  // (Re)registers the threshold wake-ups on `cgroup` for a limit of
-  // `limit` bytes (none when the driver cannot, or limit is 0).
+  // (Re)registers the kernel wake-ups on `cgroup` (usage thresholds for a
+  // limit of `limit` bytes, PSI triggers), as far as the driver can.
   void arm(os::CgroupDriver* cgroups, const std::string& cgroup, uint64_t limit);
   // Folds in a sample; rings the doorbell when the level changed.
   void observe(const MemoryFigures& f, uint64_t now_ns);
-  // Consumes a threshold wake-up.
-  void drain(int fd);
+  // A wake-up fired at `now_ns`: consumes it and notes what it means.
+  void on_ready(int fd, uint64_t now_ns);
 
+  struct WakeFd {
+    int fd;
+    uint32_t events;  // EPOLLIN (eventfd) or EPOLLPRI (PSI trigger)
+  };
+  std::vector<WakeFd> wake_fds() const;
   const PressureReport& report() const { return tracker_.report(); }
   const MemoryThresholds& thresholds() const { return tracker_.thresholds(); }
-  std::vector<int> wake_fds() const;
-  uint64_t doorbell_rings() const { return rings_; }
+  // How the kernel wake-ups are degraded (a window rounded, a trigger
+  // refused); "" when all the driver offers is armed.
+  const std::string& note() const { return note_; }
 
  private:
+  struct Wakeup {
+    os::UniqueFd fd;
+    mlos_memory_pressure_level_t means;  // NORMAL: only "sample now"
+    bool is_eventfd;
+  };
   os::UniqueFd doorbell_;
   PressureLevelTracker tracker_;
-  std::vector<os::UniqueFd> wakeups_;
-  uint64_t rings_ = 0;
+  std::vector<Wakeup> wakeups_;
+  std::string note_;
 };
 
 }  // namespace mlos::daemon

@@ -84,8 +84,9 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
     if (name == "memory.current") return std::to_string(d.memory_current) + "\n";
     if (name == "cpu.stat") return "usage_usec " + std::to_string(d.cpu_usage_usec) + "\nuser_usec 0\nsystem_usec 0\n";
     if (name == "memory.pressure") {
-      return "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + std::to_string(d.memory_stall_usec) +
-             "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+      return "some avg10=" + std::to_string(d.some_avg10) + " avg60=0.00 avg300=0.00 total=" +
+             std::to_string(d.memory_stall_usec) + "\nfull avg10=" + std::to_string(d.full_avg10) +
+             " avg60=0.00 avg300=0.00 total=0\n";
     }
     auto v = d.values.find(name);
     return (v != d.values.end() ? v->second : spec(name)->initial) + "\n";
@@ -138,6 +139,10 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
   void set_memory_current(const std::string& path, uint64_t bytes) { dirs_.at(path).memory_current = bytes; }
   void set_cpu_usage_usec(const std::string& path, uint64_t usec) { dirs_.at(path).cpu_usage_usec = usec; }
   void set_memory_stall_usec(const std::string& path, uint64_t usec) { dirs_.at(path).memory_stall_usec = usec; }
+  void set_memory_pressure_avg10(const std::string& path, double some, double full) {
+    dirs_.at(path).some_avg10 = some;
+    dirs_.at(path).full_avg10 = full;
+  }
   // What reading `path` gives, without the trailing newline; nullopt if absent.
   std::optional<std::string> file(const std::string& path) const {
     auto r = read(path);
@@ -155,6 +160,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
     std::set<pid_t> procs;
     std::map<std::string, std::string> values;
     uint64_t memory_current = 0, cpu_usage_usec = 0, memory_stall_usec = 0;
+    double some_avg10 = 0, full_avg10 = 0;
   };
   struct Spec {
     const char* name;

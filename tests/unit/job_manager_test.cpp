@@ -859,5 +859,28 @@ TEST_F(JobManagerMemoryTest, ARestartedDaemonTakesTheDoorbellAgain) {
   EXPECT_EQ((*m->memory_status(alice, id))["watching"], true);
 }
 
+
+TEST_F(JobManagerMemoryTest, OnV2TheJobsOwnPsiCountsNotTheNodes) {
+  auto d = deps();
+  d.node_memory = [] {
+    MemoryFigures f;
+    f.consider(8ull << 30, 16ull << 30, MemorySource::kNode);
+    f.psi_some_avg10 = 50;  // the node is stalling; this job is not
+    return f;
+  };
+  JobManager m(d);
+  const auto alice = spawn(101, kAlice);
+  const uint64_t id = watched_job(m, alice, 0);  // no memory_bytes: only node and PSI
+  m.tick();
+  EXPECT_EQ((*m.memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_NORMAL);
+  cgroupfs_->set_memory_pressure_avg10("mlos/job-" + std::to_string(id), 12.5, 0);
+  m.tick();
+  auto st = m.memory_status(alice, id);
+  EXPECT_EQ((*st)["report"]["level"], MLOS_MEMORY_PRESSURE_MODERATE);
+  EXPECT_DOUBLE_EQ((*st)["report"]["psi_some_avg10"].get<double>(), 12.5);
+  EXPECT_EQ((*st)["report"]["source"], "node");
+  EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
+}
+
 }  // namespace
 }  // namespace mlos::daemon

@@ -58,4 +58,10 @@ Result<UniqueFd> CgroupDriver::memory_threshold_event(const std::string& /*job*/
   return make_error(MLOS_ERR_UNSUPPORTED, version() + " has no memory usage threshold notifications here");
 }
 
+Result<UniqueFd> CgroupDriver::memory_pressure_trigger(const std::string& /*job*/, const std::string& /*kind*/,
+                                                       uint64_t /*stall_us*/, uint64_t /*window_us*/,
+                                                       std::string* /*note*/) {
+  return make_error(MLOS_ERR_UNSUPPORTED, version() + " has no per-cgroup PSI triggers here");
+}
+
 }  // namespace mlos::os

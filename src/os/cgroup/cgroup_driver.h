@@ -40,6 +40,9 @@ struct CgroupUsage {
   // memory_bytes less inactive file pages (what reclaim cannot take back
   // without I/O): the figure memory-pressure levels are computed from.
   std::optional<uint64_t> memory_working_set;
+  // avg10 of the cgroup's memory.pressure, percent (v2 only).
+  std::optional<double> memory_psi_some_avg10;
+  std::optional<double> memory_psi_full_avg10;
 };
 
 class CgroupDriver {
@@ -67,6 +70,11 @@ class CgroupDriver {
   // crosses `bytes` (v1 cgroup.event_control). UNSUPPORTED where the
   // hierarchy has no such notification (v2, fakes): callers then sample.
   virtual Result<UniqueFd> memory_threshold_event(const std::string& job, uint64_t bytes);
+  // A PSI trigger on the job's memory.pressure (v2; see
+  // os::open_psi_trigger for the window rules and `note`). UNSUPPORTED
+  // where the hierarchy has no per-cgroup PSI (v1, fakes).
+  virtual Result<UniqueFd> memory_pressure_trigger(const std::string& job, const std::string& kind,
+                                                   uint64_t stall_us, uint64_t window_us, std::string* note);
   // Removes the job's cgroup; fails (EBUSY) while processes remain in it.
   virtual Status remove(const std::string& job) = 0;
   // Names of the job cgroups under the base (to reconcile after a restart).

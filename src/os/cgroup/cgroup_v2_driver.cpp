@@ -7,6 +7,7 @@
 
 #include "os/cgroup/cgroup_common.h"
 #include "os/cgroup/cgroup_driver.h"
+#include "os/memory_sources.h"
 #include "os/process_info.h"
 
 namespace mlos::os {
@@ -109,8 +110,22 @@ class CgroupV2Driver final : public CgroupDriver {
     }
     if (auto p = fs_->read(path(job) + "/memory.pressure")) {
       if (auto t = parse_pressure_totals(*p)) u.memory_stall_us = t->some_us;
+      if (auto a = parse_pressure_averages(*p)) {
+        u.memory_psi_some_avg10 = a->some_avg10;
+        u.memory_psi_full_avg10 = a->full_avg10;
+      }
     }
     return u;
+  }
+
+  Result<UniqueFd> memory_pressure_trigger(const std::string& job, const std::string& kind, uint64_t stall_us,
+                                           uint64_t window_us, std::string* note) override {
+    if (Status s = validate_job_name(job); !s) return s.error();
+    auto* real = dynamic_cast<LinuxCgroupFs*>(fs_.get());
+    if (!real) return CgroupDriver::memory_pressure_trigger(job, kind, stall_us, window_us, note);
+    auto t = open_psi_trigger(real->root() + "/" + path(job) + "/memory.pressure", kind, stall_us, window_us, note);
+    if (!t) return t.error();
+    return std::move(t->fd);
   }
 
   Status remove(const std::string& job) override {
