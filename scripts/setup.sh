@@ -9,6 +9,7 @@ packages=(
   libcli11-dev                  # CLI argument parsing
   nlohmann-json3-dev            # JSON (ledger, --json)
   zlib1g-dev                    # CRC-32 of state files
+  libgloo-dev                   # collectives: barrier and all-reduce (TCP transport, rendezvous stores)
   libxxhash-dev                 # XXH3-64 checksums of checkpoint files
   prometheus-cpp-dev prometheus # daemon metrics; promtool checks them in tests
   libgtest-dev libgmock-dev     # tests

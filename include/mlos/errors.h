@@ -69,7 +69,10 @@ typedef enum mlos_error {
    * version, length or checksum mismatch); the message says which. */
   MLOS_ERR_CHECKPOINT_CORRUPT = -20,
   /* No checkpoint (or no such directory) was found. */
-  MLOS_ERR_NOT_FOUND = -21
+  MLOS_ERR_NOT_FOUND = -21,
+  /* A peer of a collective group died, left or broke the connection. The
+   * group is unusable: every rank must create it again. */
+  MLOS_ERR_PEER_LOST = -22
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

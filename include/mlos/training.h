@@ -238,15 +238,24 @@ MLOS_API int mlos_training_register_memory_callback(
 MLOS_API void* mlos_training_alloc_checkpoint_buffer(
     mlos_training_resources_t* resources, size_t size);
 
-/* Waits until all `world_size` ranks arrive.
- * Not available in this version: validates arguments (0 <= rank <
- * world_size), then returns MLOS_ERR_NOT_IMPLEMENTED. */
+/* Waits until all `world_size` ranks arrive (Gloo; see docs/collectives.md).
+ * The handle's first collective call joins its group: rendezvous through
+ * the store in MLOS_STORE ("file:/shared/dir" or "redis://host:port"),
+ * within MLOS_COLLECTIVE_TIMEOUT_MS (default 30000), as does every later
+ * operation. Errors: INVALID_HANDLE, INVALID_ARGUMENT (not 0 <= rank <
+ * world_size, values differing from the handle's live group, no or a
+ * malformed MLOS_STORE), TIMEOUT (a peer never arrived), PEER_LOST (a peer
+ * died or broke the connection). After TIMEOUT or PEER_LOST the group is
+ * unusable; the next call creates a new one (every rank must do the same). */
 MLOS_API int mlos_training_barrier(mlos_training_resources_t* resources,
                                    int rank, int world_size);
 
-/* In-place all-reduce of `count` float32 values.
- * Not available in this version: validates arguments (data may be NULL only
- * when count is 0; op known), then returns MLOS_ERR_NOT_IMPLEMENTED. */
+/* In-place all-reduce of `count` float32 values with `op` (AVG: the sum
+ * divided by the world size) across the handle's group; count 0 only
+ * synchronises. Rank and world size: the handle's group, else RANK and
+ * WORLD_SIZE from the environment. Every rank must pass the same count and
+ * op. Errors: as mlos_training_barrier, plus INVALID_ARGUMENT (data NULL
+ * with count > 0, unknown op). On error `data` may hold partial results. */
 MLOS_API int mlos_training_allreduce(mlos_training_resources_t* resources,
                                      void* data, size_t count,
                                      mlos_reduce_op_t op);

@@ -48,6 +48,7 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_IO: return "I/O error";
     case MLOS_ERR_CHECKPOINT_CORRUPT: return "checkpoint corrupt";
     case MLOS_ERR_NOT_FOUND: return "not found";
+    case MLOS_ERR_PEER_LOST: return "collective peer lost";
     default: return "unknown error";
   }
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "api/api_guard.h"
+#include "api/collective_groups.h"
 #include "api/engine_select.h"
 #include "api/handle_registry.h"
 #include "api/last_error.h"
@@ -106,6 +107,7 @@ int mlos_training_release_resources(mlos_training_resources_t* resources) {
     if (!job) return invalid_handle();
     // A forked child's copy of its parent's handle is only forgotten.
     if (job->creator_pid() != mlos::os::self_pid()) return static_cast<int>(MLOS_OK);
+    mlos::CollectiveGroups::instance().drop(resources);
     return mlos::to_code(job->release());
   });
 }
@@ -219,7 +221,8 @@ int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int wo
                                                                     std::to_string(rank) + ", world_size " +
                                                                     std::to_string(world_size)));
     }
-    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED, "barrier is not available in this version"));
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, rank, world_size, [](mlos::collectives::ProcessGroup& g) { return g.barrier(); }));
   });
 }
 
@@ -230,7 +233,11 @@ int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, si
     if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
     }
-    return record_error(make_error(MLOS_ERR_NOT_IMPLEMENTED, "allreduce is not available in this version"));
+    // The published signature is float32.
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, -1, -1, [&](mlos::collectives::ProcessGroup& g) {
+          return g.allreduce(data, count, mlos::collectives::DataType::kFloat32, static_cast<mlos_reduce_op_t>(raw_op));
+        }));
   });
 }
 

@@ -53,12 +53,15 @@ int main(void) {
     EXPECT(mlos_training_register_buffer(res, page, sizeof page, (mlos_buffer_kind_t)9) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_allreduce(res, &one, 1, (mlos_reduce_op_t)17) == MLOS_ERR_INVALID_ARGUMENT);
   }
-  EXPECT(mlos_training_barrier(res, 0, 2) == MLOS_ERR_NOT_IMPLEMENTED);
+  /* No rendezvous store (MLOS_STORE) and no RANK/WORLD_SIZE here: refused
+   * before any socket is opened, and nothing pretends to have worked. */
+  EXPECT(mlos_training_barrier(res, 0, 2) == MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT(strstr(mlos_last_error_message(), "MLOS_STORE") != NULL);
   EXPECT(mlos_training_barrier(res, 2, 2) == MLOS_ERR_INVALID_ARGUMENT);
   {
     float v[4] = {1, 2, 3, 4};
-    EXPECT(mlos_training_allreduce(res, v, 4, MLOS_REDUCE_SUM) == MLOS_ERR_NOT_IMPLEMENTED);
-    EXPECT(v[0] == 1 && v[3] == 4); /* untouched: it did not pretend */
+    EXPECT(mlos_training_allreduce(res, v, 4, MLOS_REDUCE_SUM) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(v[0] == 1 && v[3] == 4); /* untouched */
   }
 
   {

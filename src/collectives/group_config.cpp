@@ -1,0 +1,86 @@
+#include "collectives/group_config.h"
+
+#include <charconv>
+#include <cstring>
+
+namespace mlos::collectives {
+
+namespace {
+
+Error bad(const std::string& what) { return make_error(MLOS_ERR_INVALID_ARGUMENT, what); }
+
+bool parse_int(const std::string& text, long long lo, long long hi, long long* out) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e && p != b && *out >= lo && *out <= hi;
+}
+
+}  // namespace
+
+Result<GroupConfig> group_config_from(int rank, int world_size,
+                                      const std::function<const char*(const char*)>& getenv) {
+  GroupConfig c;
+  auto from_env = [&](const char* name, int given, int* out) -> Status {
+    if (given >= 0) {
+      *out = given;
+      return Status::Ok();
+    }
+    const char* v = getenv(name);
+    long long x = 0;
+    if (!v) return bad(std::string(name) + " is not set and the call gave no value");
+    if (!parse_int(v, 0, 1 << 20, &x)) return bad(std::string(name) + "=\"" + v + "\" is not a valid number");
+    *out = static_cast<int>(x);
+    return Status::Ok();
+  };
+  if (Status s = from_env("WORLD_SIZE", world_size, &c.world_size); !s) return s.error();
+  if (Status s = from_env("RANK", rank, &c.rank); !s) return s.error();
+  if (c.world_size < 1) return bad("world_size must be >= 1");
+  if (c.rank >= c.world_size) {
+    return bad("rank " + std::to_string(c.rank) + " is not below world_size " + std::to_string(c.world_size));
+  }
+
+  const char* store = getenv("MLOS_STORE");
+  if (!store || !*store) {
+    return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system) or "
+               "MLOS_STORE=redis://host:port (several hosts)");
+  }
+  const std::string s = store;
+  if (s.rfind("file:", 0) == 0) {
+    c.store = GroupConfig::StoreKind::kFile;
+    c.store_path = s.substr(5);
+    if (c.store_path.empty() || c.store_path[0] != '/') return bad("MLOS_STORE=" + s + ": the directory must be absolute");
+  } else if (s.rfind("redis://", 0) == 0) {
+    c.store = GroupConfig::StoreKind::kRedis;
+    std::string hostport = s.substr(8);
+    const auto colon = hostport.rfind(':');
+    c.redis_host = hostport.substr(0, colon);
+    if (colon != std::string::npos) {
+      long long port = 0;
+      if (!parse_int(hostport.substr(colon + 1), 1, 65535, &port)) return bad("MLOS_STORE=" + s + ": bad port");
+      c.redis_port = static_cast<int>(port);
+    }
+    if (c.redis_host.empty()) return bad("MLOS_STORE=" + s + ": no host");
+  } else {
+    return bad("MLOS_STORE=" + s + " is neither file:/dir nor redis://host:port");
+  }
+
+  if (const char* t = getenv("MLOS_COLLECTIVE_TIMEOUT_MS")) {
+    long long ms = 0;
+    if (!parse_int(t, 1, 3600000, &ms)) {
+      return bad(std::string("MLOS_COLLECTIVE_TIMEOUT_MS=\"") + t + "\" must be 1..3600000");
+    }
+    c.timeout = std::chrono::milliseconds(ms);
+  }
+  if (const char* g = getenv("MLOS_GROUP")) {
+    c.prefix = g;
+    if (c.prefix.empty() || c.prefix.find_first_of(" /\n") != std::string::npos) {
+      return bad(std::string("MLOS_GROUP=\"") + g + "\" must be non-empty, without spaces or '/'");
+    }
+  }
+  if (const char* h = getenv("MLOS_COLLECTIVE_HOST")) c.hostname = h;
+  if (const char* i = getenv("MLOS_COLLECTIVE_IFACE")) c.iface = i;
+  return c;
+}
+
+}  // namespace mlos::collectives

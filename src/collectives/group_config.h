@@ -1,0 +1,43 @@
+// Who a rank is and how it finds its peers: pure parsing of the call's
+// arguments and the launcher's environment (torchrun/Slurm-style RANK and
+// WORLD_SIZE; MLOS_STORE for the rendezvous store), validated before any
+// socket is opened.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+
+namespace mlos::collectives {
+
+struct GroupConfig {
+  int rank = 0;
+  int world_size = 1;
+  enum class StoreKind { kFile, kRedis } store = StoreKind::kFile;
+  std::string store_path;   // kFile: a directory all ranks share (created if missing)
+  std::string redis_host;   // kRedis
+  int redis_port = 6379;
+  // Keys of this group live under this prefix in the store; ranks that
+  // recreate a group after an error move to a new generation.
+  std::string prefix = "mlos";
+  std::chrono::milliseconds timeout{30000};
+  // Address this rank listens on for its peers (MLOS_COLLECTIVE_HOST), or
+  // the interface to take it from (MLOS_COLLECTIVE_IFACE); both empty: the
+  // host name's address.
+  std::string hostname;
+  std::string iface;
+};
+
+// rank/world_size: the call's values, or -1 to take RANK and WORLD_SIZE
+// from the environment. Store: MLOS_STORE = "file:/shared/dir" or
+// "redis://host[:port]". Also MLOS_COLLECTIVE_TIMEOUT_MS (default 30000),
+// MLOS_GROUP (key prefix, default "mlos"), MLOS_COLLECTIVE_HOST/IFACE.
+// INVALID_ARGUMENT naming the argument or variable for anything missing,
+// malformed or inconsistent (0 <= rank < world_size).
+Result<GroupConfig> group_config_from(int rank, int world_size,
+                                      const std::function<const char*(const char*)>& getenv);
+
+}  // namespace mlos::collectives

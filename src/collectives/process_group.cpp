@@ -1,0 +1,192 @@
+#include "collectives/process_group.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/redis_store.h>
+#include <gloo/transport/tcp/device.h>
+
+namespace mlos::collectives {
+
+namespace {
+
+// Gloo's stores wait 30 s unless told otherwise, and connectFullMesh does
+// not tell them: this wrapper makes every wait use the group's timeout.
+class TimeoutStore final : public gloo::rendezvous::Store {
+ public:
+  TimeoutStore(gloo::rendezvous::Store& inner, std::chrono::milliseconds timeout) : inner_(inner), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
+  std::vector<char> get(const std::string& key) override {
+    inner_.wait({key}, timeout_);
+    return inner_.get(key);
+  }
+  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    inner_.wait(keys, std::min(timeout, timeout_));
+  }
+
+ private:
+  gloo::rendezvous::Store& inner_;
+  std::chrono::milliseconds timeout_;
+};
+
+Error from_gloo(const std::string& what, const std::exception& e) {
+  std::string msg = e.what();
+  std::string lower = msg;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const int code = lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
+                       ? MLOS_ERR_TIMEOUT
+                       : MLOS_ERR_PEER_LOST;
+  // Gloo messages carry a source location prefix ("[.../pair.cc:NNN] ...").
+  return make_error(code, what + ": " + msg + "; the group is broken: every rank must create it again");
+}
+
+// out[i] = combine(a[i], b[i]): Gloo's element-wise reduction callback.
+template <class T, class Combine>
+void reduce_with(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<T*>(out);
+  auto* x = static_cast<const T*>(a);
+  auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = Combine{}(x[i], y[i]);
+}
+
+template <class T>
+struct Min {
+  T operator()(T a, T b) const { return std::min(a, b); }
+};
+template <class T>
+struct Max {
+  T operator()(T a, T b) const { return std::max(a, b); }
+};
+
+template <class T>
+gloo::AllreduceOptions::Func reducer(mlos_reduce_op_t op) {
+  switch (op) {
+    case MLOS_REDUCE_PROD: return reduce_with<T, std::multiplies<T>>;
+    case MLOS_REDUCE_MIN: return reduce_with<T, Min<T>>;
+    case MLOS_REDUCE_MAX: return reduce_with<T, Max<T>>;
+    default: return reduce_with<T, std::plus<T>>;  // SUM, and AVG before the division
+  }
+}
+
+template <class T>
+void divide(void* data, size_t count, int by) {
+  auto* p = static_cast<T*>(data);
+  for (size_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(by));
+}
+
+template <class T>
+void set_output(gloo::AllreduceOptions& o, void* data, size_t count, mlos_reduce_op_t op) {
+  o.setOutput(static_cast<T*>(data), count);
+  o.setReduceFunction(reducer<T>(op));
+}
+
+}  // namespace
+
+size_t element_size(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat64: return 8;
+    case DataType::kInt32: return 4;
+    case DataType::kInt64: return 8;
+  }
+  return 0;
+}
+
+ProcessGroup::ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context)
+    : config_(std::move(config)), context_(std::move(context)) {}
+
+ProcessGroup::~ProcessGroup() = default;
+
+Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& config) {
+  try {
+    std::unique_ptr<gloo::rendezvous::Store> base;
+    if (config.store == GroupConfig::StoreKind::kFile) {
+      if (mkdir(config.store_path.c_str(), 0700) != 0 && errno != EEXIST) {
+        return make_sys_error(errno, "cannot create the rendezvous directory " + config.store_path);
+      }
+      base = std::make_unique<gloo::rendezvous::FileStore>(config.store_path);
+    } else {
+      base = std::make_unique<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
+    }
+    gloo::rendezvous::PrefixStore prefixed(config.prefix, *base);
+    TimeoutStore store(prefixed, config.timeout);
+    gloo::transport::tcp::attr attr;
+    if (!config.hostname.empty()) attr.hostname = config.hostname;
+    if (!config.iface.empty()) attr.iface = config.iface;
+    if (config.hostname.empty() && config.iface.empty()) attr.hostname = "";  // the host name's address
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(config.rank, config.world_size);
+    context->setTimeout(config.timeout);
+    context->connectFullMesh(store, device);
+    return std::unique_ptr<ProcessGroup>(new ProcessGroup(config, std::move(context)));
+  } catch (const std::exception& e) {
+    Error err = from_gloo("rendezvous of rank " + std::to_string(config.rank) + " of " +
+                              std::to_string(config.world_size),
+                          e);
+    return err;
+  }
+}
+
+template <class F>
+Status ProcessGroup::guarded(const char* what, F&& f) {
+  if (broken()) {
+    return make_error(MLOS_ERR_PEER_LOST, std::string(what) + ": the group broke earlier (" + broken_reason_ +
+                                              "); every rank must create it again");
+  }
+  try {
+    f();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    Error err = from_gloo(what, e);
+    broken_reason_ = e.what();
+    return err;
+  }
+}
+
+Status ProcessGroup::barrier() {
+  return guarded("barrier", [&] {
+    gloo::BarrierOptions o(context_);
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::barrier(o);
+  });
+}
+
+Status ProcessGroup::allreduce(void* data, size_t count, DataType type, mlos_reduce_op_t op) {
+  // Gloo wants at least one element; a zero-length all-reduce still
+  // synchronises the ranks, as callers expect.
+  if (count == 0) return barrier();
+  Status s = guarded("allreduce", [&] {
+    gloo::AllreduceOptions o(context_);
+    switch (type) {
+      case DataType::kFloat32: set_output<float>(o, data, count, op); break;
+      case DataType::kFloat64: set_output<double>(o, data, count, op); break;
+      case DataType::kInt32: set_output<int32_t>(o, data, count, op); break;
+      case DataType::kInt64: set_output<int64_t>(o, data, count, op); break;
+    }
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::allreduce(o);
+  });
+  if (!s || op != MLOS_REDUCE_AVG) return s;
+  switch (type) {
+    case DataType::kFloat32: divide<float>(data, count, world_size()); break;
+    case DataType::kFloat64: divide<double>(data, count, world_size()); break;
+    case DataType::kInt32: divide<int32_t>(data, count, world_size()); break;
+    case DataType::kInt64: divide<int64_t>(data, count, world_size()); break;
+  }
+  return s;
+}
+
+}  // namespace mlos::collectives

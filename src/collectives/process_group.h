@@ -1,0 +1,58 @@
+// A group of ranks doing collectives, on Gloo: rendezvous through a store
+// (FileStore or RedisStore, keys under a prefix), a full TCP mesh, and
+// Gloo's own algorithms (ring all-reduce, barrier). Nothing here implements
+// a collective algorithm or a transport.
+//
+// Failure contract: every operation ends within the group's timeout. A
+// peer that died or never arrived makes the operation fail (TIMEOUT, or
+// PEER_LOST when the connection broke) instead of hanging; the group is then
+// broken for good (Gloo's state after an error is undefined) and every rank
+// must create a new one (the next generation of the prefix).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collectives/group_config.h"
+#include "core/status.h"
+#include "mlos/training.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace mlos::collectives {
+
+enum class DataType { kFloat32, kFloat64, kInt32, kInt64 };
+size_t element_size(DataType t);
+
+class ProcessGroup {
+ public:
+  // Rendezvous and full-mesh connection; fails within config.timeout.
+  static Result<std::unique_ptr<ProcessGroup>> connect(const GroupConfig& config);
+  ~ProcessGroup();
+
+  Status barrier();
+  // In place over `count` elements (count 0: synchronises, touches nothing).
+  Status allreduce(void* data, size_t count, DataType type, mlos_reduce_op_t op);
+
+  int rank() const { return config_.rank; }
+  int world_size() const { return config_.world_size; }
+  bool broken() const { return !broken_reason_.empty(); }
+
+ private:
+  ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context);
+  // Runs a Gloo call, turning its exceptions into errors and breaking the
+  // group on any of them.
+  template <class F>
+  Status guarded(const char* what, F&& f);
+
+  GroupConfig config_;
+  std::shared_ptr<gloo::Context> context_;
+  uint32_t next_tag_ = 1;
+  std::string broken_reason_;
+};
+
+}  // namespace mlos::collectives

@@ -1,0 +1,83 @@
+/* One rank of a collective test, on the published API only.
+ *   mlos_collective_rank check   every op (SUM, PROD, MIN, MAX, AVG) over
+ *                                sizes 0, 1, 7, 1000, 65537; prints per case
+ *                                {"op":N,"count":N,"sum":X,"first":[...],"last":X}
+ *   mlos_collective_rank loop    all-reduces 1000 floats until one fails;
+ *                                prints {"event":"ready"} after the first and
+ *                                {"event":"error","code":N,"t_ns":T,...} at the end
+ * Rank and world size come from RANK and WORLD_SIZE, the store from
+ * MLOS_STORE. Element i of rank r is (r + 1) + (i % 5) * 0.5. Exit 0 when
+ * everything succeeded, 3 when a collective failed, 2 on misuse. */
+#define _POSIX_C_SOURCE 200809L
+#include <mlos/training.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fill(float* v, size_t n, int rank) {
+  for (size_t i = 0; i < n; ++i) v[i] = (float)(rank + 1) + (float)(i % 5) * 0.5f;
+}
+
+static int fail(const char* what, int code) {
+  printf("{\"event\":\"error\",\"what\":\"%s\",\"code\":%d,\"t_ns\":%llu,\"message\":\"", what, code,
+         (unsigned long long)now_ns());
+  for (const char* m = mlos_last_error_message(); *m; ++m) {
+    if (*m != '"' && *m != '\\' && *m != '\n') putchar(*m);
+  }
+  printf("\"}\n");
+  return 3;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0)) {
+    fprintf(stderr, "usage: %s check|loop\n", argv[0]);
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char* r = getenv("RANK");
+  const char* w = getenv("WORLD_SIZE");
+  const int rank = r ? atoi(r) : 0, world = w ? atoi(w) : 1;
+  mlos_training_resource_request_t req = {.num_cpus = 1, .numa_node_preference = -1};
+  mlos_training_resources_t* res = NULL;
+  int rc = mlos_training_request_resources(&req, &res);
+  if (rc != MLOS_OK) return fail("request", rc);
+  rc = mlos_training_barrier(res, rank, world);
+  if (rc != MLOS_OK) return fail("barrier", rc);
+
+  if (strcmp(argv[1], "check") == 0) {
+    static const size_t sizes[] = {0, 1, 7, 1000, 65537};
+    for (int op = MLOS_REDUCE_SUM; op <= MLOS_REDUCE_AVG; ++op) {
+      for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {
+        const size_t n = sizes[s];
+        float* v = malloc((n ? n : 1) * sizeof *v);
+        fill(v, n, rank);
+        rc = mlos_training_allreduce(res, n ? v : NULL, n, (mlos_reduce_op_t)op);
+        if (rc != MLOS_OK) return fail("allreduce", rc);
+        double sum = 0;
+        for (size_t i = 0; i < n; ++i) sum += v[i];
+        printf("{\"op\":%d,\"count\":%zu,\"sum\":%.9g,\"first\":[", op, n, sum);
+        for (size_t i = 0; i < n && i < 5; ++i) printf("%s%.9g", i ? "," : "", v[i]);
+        printf("],\"last\":%.9g}\n", n ? v[n - 1] : 0.0);
+        free(v);
+      }
+    }
+  } else {
+    float v[1000];
+    for (unsigned long long iter = 0;; ++iter) {
+      fill(v, 1000, rank);
+      rc = mlos_training_allreduce(res, v, 1000, MLOS_REDUCE_SUM);
+      if (rc != MLOS_OK) return fail("allreduce", rc);
+      if (iter == 0) printf("{\"event\":\"ready\",\"t_ns\":%llu}\n", (unsigned long long)now_ns());
+    }
+  }
+  rc = mlos_training_release_resources(res);
+  return rc == MLOS_OK ? 0 : fail("release", rc);
+}

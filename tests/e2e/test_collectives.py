@@ -1,0 +1,116 @@
+"""Barrier and all-reduce on Gloo, through the published C API: ranks as
+processes on this host (tests/collectives/collective_rank.c), rendezvous in
+a FileStore directory. Correctness of every op against a reference computed
+here; clear errors for a bad rank, a missing store, a rank that never
+arrives and a rank killed in the middle of a loop of all-reduces."""
+import json
+import os
+import signal
+import subprocess
+import time
+from functools import reduce
+
+import pytest
+
+from conftest import build_dir
+
+ERR_INVALID_ARGUMENT, ERR_TIMEOUT, ERR_PEER_LOST = -1, -17, -22
+OPS = {0: "sum", 1: "prod", 2: "min", 3: "max", 4: "avg"}
+
+
+def rank_env(tmp_path, rank, world, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_") and k not in ("RANK", "WORLD_SIZE")}
+    env.update(RANK=str(rank), WORLD_SIZE=str(world), MLOS_STORE=f"file:{tmp_path / 'store'}",
+               MLOS_RUNTIME_DIR=str(tmp_path / "runtime"), MLOS_MODE="embedded",
+               MLOS_COLLECTIVE_HOST="127.0.0.1", MLOS_COLLECTIVE_TIMEOUT_MS="10000")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start(tmp_path, rank, world, mode, **extra):
+    (tmp_path / "runtime").mkdir(exist_ok=True)
+    return subprocess.Popen([str(build_dir() / "bin" / "mlos_collective_rank"), mode],
+                            env=rank_env(tmp_path, rank, world, **extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def expected(op, count, world):
+    """What every rank must hold: element i of rank r is (r+1) + (i%5)*0.5."""
+    def value(i):
+        xs = [(r + 1) + (i % 5) * 0.5 for r in range(world)]
+        if op == 0:
+            return sum(xs)
+        if op == 1:
+            return reduce(lambda a, b: a * b, xs)
+        if op == 2:
+            return min(xs)
+        if op == 3:
+            return max(xs)
+        return sum(xs) / world
+    return [value(i) for i in range(count)]
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_every_op_gives_the_reference_result_on_every_rank(tmp_path, world):
+    procs = [start(tmp_path, r, world, "check") for r in range(world)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs
+    results = [lines(o) for o in outs]
+    assert all(r == results[0] for r in results), "ranks disagree"
+    assert len(results[0]) == 5 * 5
+    for case in results[0]:
+        ref = expected(case["op"], case["count"], world)
+        assert case["sum"] == pytest.approx(sum(ref), rel=1e-5), case
+        assert case["first"] == pytest.approx(ref[:5], rel=1e-6), case
+        assert case["last"] == pytest.approx(ref[-1] if ref else 0, rel=1e-6), case
+
+
+def test_a_rank_outside_the_world_and_a_missing_store_are_refused(tmp_path):
+    p = start(tmp_path, 2, 2, "check")
+    out = p.communicate(timeout=30)[0]
+    assert p.returncode == 3
+    err = lines(out)[-1]
+    assert err["code"] == ERR_INVALID_ARGUMENT and "rank" in err["message"]
+
+    env = rank_env(tmp_path, 0, 2)
+    del env["MLOS_STORE"]
+    q = subprocess.run([str(build_dir() / "bin" / "mlos_collective_rank"), "check"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert q.returncode == 3
+    err = lines(q.stdout)[-1]
+    assert err["code"] == ERR_INVALID_ARGUMENT and "MLOS_STORE" in err["message"]
+
+
+def test_a_rank_that_never_arrives_is_a_timeout_not_a_hang(tmp_path):
+    t0 = time.monotonic()
+    p = start(tmp_path, 0, 2, "check", MLOS_COLLECTIVE_TIMEOUT_MS=1500)
+    out = p.communicate(timeout=60)[0]
+    waited = time.monotonic() - t0
+    assert p.returncode == 3, out
+    assert lines(out)[-1]["code"] == ERR_TIMEOUT, out
+    assert 1.4 < waited < 15, waited
+    print(f"rendezvous gave up after {waited:.2f} s (timeout 1.5 s)")
+
+
+def test_killing_a_rank_mid_loop_fails_the_others_within_the_timeout(tmp_path):
+    timeout_ms = 3000
+    procs = [start(tmp_path, r, 3, "loop", MLOS_COLLECTIVE_TIMEOUT_MS=timeout_ms) for r in range(3)]
+    for p in procs:
+        ready = p.stdout.readline()
+        assert '"ready"' in ready, ready + p.stdout.read()
+    time.sleep(0.2)
+    killed_ns = time.monotonic_ns()
+    procs[2].send_signal(signal.SIGKILL)
+    procs[2].wait(10)
+    for p in procs[:2]:
+        out = p.communicate(timeout=60)[0]
+        assert p.returncode == 3, out
+        err = lines(out)[-1]
+        assert err["code"] in (ERR_PEER_LOST, ERR_TIMEOUT), err
+        delay_ms = (err["t_ns"] - killed_ns) / 1e6
+        assert delay_ms < timeout_ms + 2000, delay_ms
+        print(f"survivor saw {err['code']} {delay_ms:.0f} ms after the kill: {err['message'][:120]}")
