@@ -324,6 +324,24 @@ MLOS_API int mlos_training_set_memory_thresholds(mlos_training_resources_t* reso
 MLOS_API int mlos_training_get_memory_pressure(mlos_training_resources_t* resources,
                                                mlos_memory_pressure_info_t* info);
 
+/* Element types of mlos_training_allreduce_typed. FLOAT16 is IEEE binary16
+ * and BFLOAT16 the upper half of a float32, both stored as uint16_t; they
+ * are reduced in float32 and rounded back to nearest even. */
+typedef enum mlos_dtype {
+  MLOS_DTYPE_FLOAT32 = 0,
+  MLOS_DTYPE_FLOAT64 = 1,
+  MLOS_DTYPE_FLOAT16 = 2,
+  MLOS_DTYPE_BFLOAT16 = 3,
+  MLOS_DTYPE_INT32 = 4,
+  MLOS_DTYPE_INT64 = 5
+} mlos_dtype_t;
+
+/* mlos_training_allreduce for `count` elements of `dtype`. Integer AVG
+ * divides the sum with truncation toward zero. Errors: as
+ * mlos_training_allreduce, plus INVALID_ARGUMENT (unknown dtype). */
+MLOS_API int mlos_training_allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count,
+                                           mlos_dtype_t dtype, mlos_reduce_op_t op);
+
 /* Frees a buffer from mlos_training_alloc_checkpoint_buffer (unlocks and
  * unmaps it). NULL buffer returns MLOS_OK. Errors: INVALID_HANDLE,
  * INVALID_ARGUMENT (not a checkpoint buffer of this handle). */

@@ -226,19 +226,33 @@ int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int wo
   });
 }
 
+namespace {
+
+int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, int raw_dtype, int raw_op) {
+  if (!find_job(resources)) return mlos_last_error();
+  if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
+  }
+  if (raw_dtype < MLOS_DTYPE_FLOAT32 || raw_dtype > MLOS_DTYPE_INT64) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(raw_dtype)));
+  }
+  return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+      resources, -1, -1, [&](mlos::collectives::ProcessGroup& g) {
+        return g.allreduce(data, count, static_cast<mlos::collectives::DataType>(raw_dtype),
+                           static_cast<mlos_reduce_op_t>(raw_op));
+      }));
+}
+
+}  // namespace
+
 int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
-  return guarded([&] {
-    if (!find_job(resources)) return mlos_last_error();
-    const int raw_op = raw_enum(op);
-    if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
-      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
-    }
-    // The published signature is float32.
-    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-        resources, -1, -1, [&](mlos::collectives::ProcessGroup& g) {
-          return g.allreduce(data, count, mlos::collectives::DataType::kFloat32, static_cast<mlos_reduce_op_t>(raw_op));
-        }));
-  });
+  // The published signature is float32.
+  return guarded([&] { return allreduce_typed(resources, data, count, MLOS_DTYPE_FLOAT32, raw_enum(op)); });
+}
+
+int mlos_training_allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, mlos_dtype_t dtype,
+                                  mlos_reduce_op_t op) {
+  return guarded([&] { return allreduce_typed(resources, data, count, raw_enum(dtype), raw_enum(op)); });
 }
 
 int mlos_training_register_buffer(mlos_training_resources_t* resources, void* addr, size_t size,

@@ -1,5 +1,7 @@
 #include "collectives/process_group.h"
 
+#include "collectives/half_float.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -69,6 +71,32 @@ struct Max {
   T operator()(T a, T b) const { return std::max(a, b); }
 };
 
+// The same over 16-bit floats stored as uint16_t: widen, combine, round
+// back (to nearest even).
+template <uint16_t (*Narrow)(float), float (*Widen)(uint16_t), class Combine>
+void reduce_narrow(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<uint16_t*>(out);
+  auto* x = static_cast<const uint16_t*>(a);
+  auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = Narrow(Combine{}(Widen(x[i]), Widen(y[i])));
+}
+
+template <uint16_t (*Narrow)(float), float (*Widen)(uint16_t)>
+gloo::AllreduceOptions::Func narrow_reducer(mlos_reduce_op_t op) {
+  switch (op) {
+    case MLOS_REDUCE_PROD: return reduce_narrow<Narrow, Widen, std::multiplies<float>>;
+    case MLOS_REDUCE_MIN: return reduce_narrow<Narrow, Widen, Min<float>>;
+    case MLOS_REDUCE_MAX: return reduce_narrow<Narrow, Widen, Max<float>>;
+    default: return reduce_narrow<Narrow, Widen, std::plus<float>>;
+  }
+}
+
+template <uint16_t (*Narrow)(float), float (*Widen)(uint16_t)>
+void divide_narrow(void* data, size_t count, int by) {
+  auto* p = static_cast<uint16_t*>(data);
+  for (size_t i = 0; i < count; ++i) p[i] = Narrow(Widen(p[i]) / static_cast<float>(by));
+}
+
 template <class T>
 gloo::AllreduceOptions::Func reducer(mlos_reduce_op_t op) {
   switch (op) {
@@ -97,6 +125,8 @@ size_t element_size(DataType t) {
   switch (t) {
     case DataType::kFloat32: return 4;
     case DataType::kFloat64: return 8;
+    case DataType::kFloat16: return 2;
+    case DataType::kBFloat16: return 2;
     case DataType::kInt32: return 4;
     case DataType::kInt64: return 8;
   }
@@ -172,6 +202,14 @@ Status ProcessGroup::allreduce(void* data, size_t count, DataType type, mlos_red
     switch (type) {
       case DataType::kFloat32: set_output<float>(o, data, count, op); break;
       case DataType::kFloat64: set_output<double>(o, data, count, op); break;
+      case DataType::kFloat16:
+        o.setOutput(static_cast<uint16_t*>(data), count);
+        o.setReduceFunction(narrow_reducer<float_to_half, half_to_float>(op));
+        break;
+      case DataType::kBFloat16:
+        o.setOutput(static_cast<uint16_t*>(data), count);
+        o.setReduceFunction(narrow_reducer<float_to_bfloat16, bfloat16_to_float>(op));
+        break;
       case DataType::kInt32: set_output<int32_t>(o, data, count, op); break;
       case DataType::kInt64: set_output<int64_t>(o, data, count, op); break;
     }
@@ -183,6 +221,8 @@ Status ProcessGroup::allreduce(void* data, size_t count, DataType type, mlos_red
   switch (type) {
     case DataType::kFloat32: divide<float>(data, count, world_size()); break;
     case DataType::kFloat64: divide<double>(data, count, world_size()); break;
+    case DataType::kFloat16: divide_narrow<float_to_half, half_to_float>(data, count, world_size()); break;
+    case DataType::kBFloat16: divide_narrow<float_to_bfloat16, bfloat16_to_float>(data, count, world_size()); break;
     case DataType::kInt32: divide<int32_t>(data, count, world_size()); break;
     case DataType::kInt64: divide<int64_t>(data, count, world_size()); break;
   }

@@ -25,7 +25,8 @@ class Context;
 
 namespace mlos::collectives {
 
-enum class DataType { kFloat32, kFloat64, kInt32, kInt64 };
+// The values are mlos_dtype_t's.
+enum class DataType { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3, kInt32 = 4, kInt64 = 5 };
 size_t element_size(DataType t);
 
 class ProcessGroup {

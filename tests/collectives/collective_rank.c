@@ -2,6 +2,10 @@
  *   mlos_collective_rank check   every op (SUM, PROD, MIN, MAX, AVG) over
  *                                sizes 0, 1, 7, 1000, 65537; prints per case
  *                                {"op":N,"count":N,"sum":X,"first":[...],"last":X}
+ *   mlos_collective_rank typed   mlos_training_allreduce_typed for every
+ *                                dtype and op over sizes 0, 1, 7, 1000;
+ *                                prints {"dtype":N,"op":N,"count":N,"sum":X,
+ *                                "first":[...]} with values as doubles
  *   mlos_collective_rank loop    all-reduces 1000 floats until one fails;
  *                                prints {"event":"ready"} after the first and
  *                                {"event":"error","code":N,"t_ns":T,...} at the end
@@ -22,6 +26,61 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Exact encodings of normal floats that fit (the test's values do); the
+ * library's own conversions round, these only have to be exact. */
+static uint16_t to_half(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) == 0) return (uint16_t)(u >> 16);
+  return (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xffu) - 112u) << 10) | ((u >> 13) & 0x3ffu));
+}
+static float from_half(uint16_t h) {
+  uint32_t u = ((uint32_t)(h & 0x8000u) << 16);
+  if (h & 0x7fffu) u |= ((uint32_t)(((h >> 10) & 0x1fu) + 112u) << 23) | ((uint32_t)(h & 0x3ffu) << 13);
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Element i of rank r, as a double; integers use (r + 1) * (i % 5 + 1). */
+static double element(int dtype, size_t i, int rank) {
+  if (dtype == MLOS_DTYPE_INT32 || dtype == MLOS_DTYPE_INT64) return (double)((rank + 1) * (int)(i % 5 + 1));
+  return (double)(rank + 1) + (double)(i % 5) * 0.5;
+}
+
+static void put(void* v, int dtype, size_t i, double x) {
+  switch (dtype) {
+    case MLOS_DTYPE_FLOAT32: ((float*)v)[i] = (float)x; break;
+    case MLOS_DTYPE_FLOAT64: ((double*)v)[i] = x; break;
+    case MLOS_DTYPE_FLOAT16: ((uint16_t*)v)[i] = to_half((float)x); break;
+    case MLOS_DTYPE_BFLOAT16: ((uint16_t*)v)[i] = to_bf16((float)x); break;
+    case MLOS_DTYPE_INT32: ((int32_t*)v)[i] = (int32_t)x; break;
+    default: ((int64_t*)v)[i] = (int64_t)x; break;
+  }
+}
+
+static double get(const void* v, int dtype, size_t i) {
+  switch (dtype) {
+    case MLOS_DTYPE_FLOAT32: return ((const float*)v)[i];
+    case MLOS_DTYPE_FLOAT64: return ((const double*)v)[i];
+    case MLOS_DTYPE_FLOAT16: return from_half(((const uint16_t*)v)[i]);
+    case MLOS_DTYPE_BFLOAT16: return from_bf16(((const uint16_t*)v)[i]);
+    case MLOS_DTYPE_INT32: return ((const int32_t*)v)[i];
+    default: return (double)((const int64_t*)v)[i];
+  }
+}
+
 static void fill(float* v, size_t n, int rank) {
   for (size_t i = 0; i < n; ++i) v[i] = (float)(rank + 1) + (float)(i % 5) * 0.5f;
 }
@@ -37,8 +96,9 @@ static int fail(const char* what, int code) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0)) {
-    fprintf(stderr, "usage: %s check|loop\n", argv[0]);
+  if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0 &&
+                    strcmp(argv[1], "typed") != 0)) {
+    fprintf(stderr, "usage: %s check|typed|loop\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -52,7 +112,29 @@ int main(int argc, char** argv) {
   rc = mlos_training_barrier(res, rank, world);
   if (rc != MLOS_OK) return fail("barrier", rc);
 
-  if (strcmp(argv[1], "check") == 0) {
+  if (strcmp(argv[1], "typed") == 0) {
+    static const size_t sizes[] = {0, 1, 7, 1000};
+    for (int dtype = MLOS_DTYPE_FLOAT32; dtype <= MLOS_DTYPE_INT64; ++dtype) {
+      for (int op = MLOS_REDUCE_SUM; op <= MLOS_REDUCE_AVG; ++op) {
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {
+          const size_t n = sizes[s];
+          double* v = malloc((n ? n : 1) * sizeof *v); /* room for the widest type */
+          for (size_t i = 0; i < n; ++i) put(v, dtype, i, element(dtype, i, rank));
+          rc = mlos_training_allreduce_typed(res, n ? v : NULL, n, (mlos_dtype_t)dtype, (mlos_reduce_op_t)op);
+          if (rc != MLOS_OK) return fail("allreduce_typed", rc);
+          double sum = 0;
+          for (size_t i = 0; i < n; ++i) sum += get(v, dtype, i);
+          printf("{\"dtype\":%d,\"op\":%d,\"count\":%zu,\"sum\":%.9g,\"first\":[", dtype, op, n, sum);
+          for (size_t i = 0; i < n && i < 5; ++i) printf("%s%.9g", i ? "," : "", get(v, dtype, i));
+          printf("]}\n");
+          free(v);
+        }
+      }
+    }
+    if (mlos_training_allreduce_typed(res, NULL, 0, (mlos_dtype_t)9, MLOS_REDUCE_SUM) != MLOS_ERR_INVALID_ARGUMENT) {
+      return fail("unknown dtype accepted", 0);
+    }
+  } else if (strcmp(argv[1], "check") == 0) {
     static const size_t sizes[] = {0, 1, 7, 1000, 65537};
     for (int op = MLOS_REDUCE_SUM; op <= MLOS_REDUCE_AVG; ++op) {
       for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {

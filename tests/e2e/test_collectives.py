@@ -38,10 +38,18 @@ def lines(text):
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def expected(op, count, world):
-    """What every rank must hold: element i of rank r is (r+1) + (i%5)*0.5."""
+DTYPES = {0: ("float32", 1e-6), 1: ("float64", 1e-12), 2: ("float16", 2e-3), 3: ("bfloat16", 2e-2),
+          4: ("int32", 0), 5: ("int64", 0)}
+
+
+def typed_expected(dtype, op, count, world):
+    """Element i of rank r: (r+1) + (i%5)*0.5 for floats, (r+1)*(i%5+1) for
+    integers; integer AVG truncates toward zero."""
     def value(i):
-        xs = [(r + 1) + (i % 5) * 0.5 for r in range(world)]
+        if dtype >= 4:
+            xs = [(r + 1) * (i % 5 + 1) for r in range(world)]
+        else:
+            xs = [(r + 1) + (i % 5) * 0.5 for r in range(world)]
         if op == 0:
             return sum(xs)
         if op == 1:
@@ -50,8 +58,13 @@ def expected(op, count, world):
             return min(xs)
         if op == 3:
             return max(xs)
-        return sum(xs) / world
+        return int(sum(xs) / world) if dtype >= 4 else sum(xs) / world
     return [value(i) for i in range(count)]
+
+
+def expected(op, count, world):
+    """What every rank must hold after a float32 all-reduce."""
+    return typed_expected(0, op, count, world)
 
 
 @pytest.mark.parametrize("world", [2, 4, 8])
@@ -114,3 +127,19 @@ def test_killing_a_rank_mid_loop_fails_the_others_within_the_timeout(tmp_path):
         delay_ms = (err["t_ns"] - killed_ns) / 1e6
         assert delay_ms < timeout_ms + 2000, delay_ms
         print(f"survivor saw {err['code']} {delay_ms:.0f} ms after the kill: {err['message'][:120]}")
+
+
+
+def test_typed_allreduce_for_every_dtype_and_op(tmp_path):
+    world = 3
+    procs = [start(tmp_path, r, world, "typed") for r in range(world)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs
+    results = [lines(o) for o in outs]
+    assert all(r == results[0] for r in results), "ranks disagree"
+    assert len(results[0]) == 6 * 5 * 4
+    for case in results[0]:
+        ref = typed_expected(case["dtype"], case["op"], case["count"], world)
+        name, rel = DTYPES[case["dtype"]]
+        assert case["first"] == pytest.approx(ref[:5], rel=rel, abs=rel), (name, case)
+        assert case["sum"] == pytest.approx(sum(ref), rel=rel, abs=rel), (name, case)

@@ -36,6 +36,7 @@ TEST(ApiErrors, ReleasedAndMadeUpHandlesAreRejectedEverywhere) {
     EXPECT_EQ(mlos_training_free_checkpoint_buffer(h, nullptr), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_barrier(h, 0, 1), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_allreduce(h, nullptr, 0, MLOS_REDUCE_SUM), MLOS_ERR_INVALID_HANDLE);
+    EXPECT_EQ(mlos_training_allreduce_typed(h, nullptr, 0, MLOS_DTYPE_INT64, MLOS_REDUCE_SUM), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_register_buffer(h, &res, 8, MLOS_BUFFER_GRADIENT), MLOS_ERR_INVALID_HANDLE);
     EXPECT_EQ(mlos_training_unregister_buffer(h, &res), MLOS_ERR_INVALID_HANDLE);
     mlos_training_placement_t pl = {.struct_size = sizeof pl};
@@ -71,6 +72,10 @@ TEST(ApiErrors, ArgumentChecksOnALiveHandle) {
   EXPECT_EQ(mlos_training_barrier(res, -1, 2), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_barrier(res, 0, 0), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_allreduce(res, nullptr, 3, MLOS_REDUCE_SUM), MLOS_ERR_INVALID_ARGUMENT);
+  int64_t n64 = 1;
+  EXPECT_EQ(mlos_training_allreduce_typed(res, &n64, 1, static_cast<mlos_dtype_t>(6), MLOS_REDUCE_SUM),
+            MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(n64, 1);
   float x = 1;
   EXPECT_EQ(mlos_training_register_buffer(res, nullptr, 8, MLOS_BUFFER_GRADIENT), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_register_buffer(res, &x, 0, MLOS_BUFFER_GRADIENT), MLOS_ERR_INVALID_ARGUMENT);
