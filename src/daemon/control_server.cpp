@@ -1,6 +1,7 @@
 #include "daemon/control_server.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -23,6 +24,9 @@
 namespace mlos::daemon {
 
 using nlohmann::json;
+
+// JobManager hands out poll(2) event bits for epoll.
+static_assert(POLLIN == EPOLLIN && POLLPRI == EPOLLPRI);
 
 namespace {
 
@@ -191,6 +195,8 @@ void ControlServer::sync_owner_watches() {
 }
 
 void ControlServer::sync_memory_wakeups() {
+  if (jobs_.memory_wakeups_version() == memory_wakeups_version_) return;
+  memory_wakeups_version_ = jobs_.memory_wakeups_version();
   // JobManager closes a wake-up it no longer wants, which takes it out of
   // epoll; a number reused since is a new file, which ADD accepts (EEXIST
   // means this very file is registered already).

@@ -71,6 +71,7 @@ class ControlServer {
   std::map<int, uint64_t> pidfd_job_;       // pidfd -> job
   std::map<uint64_t, os::UniqueFd> watches_;  // job -> pidfd
   std::map<int, uint64_t> memory_wakeups_;    // fd (owned by JobManager) -> job
+  uint64_t memory_wakeups_version_ = UINT64_MAX;  // JobManager's at the last sync
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
 };

@@ -385,6 +385,7 @@ Status JobManager::attach(const os::PeerCredentials& peer, uint64_t job, pid_t p
 void JobManager::forget(uint64_t id, const std::string& /*why*/) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
+  if (it->second.memory) ++memory_wakeups_version_;  // its wake-ups close with it
   if (d_.cgroups) {
     const std::string name = it->second.record.cgroup();
     // Processes left behind (the released owner, orphaned workers) go back
@@ -409,7 +410,8 @@ Status JobManager::start_memory_watch(Live& j, os::UniqueFd doorbell, int owner_
   }
   j.record.memory_event_fd = owner_fd;
   j.record.memory_thresholds = thresholds;
-  follow_memory(j);
+  follow_memory(j, node_figures());
+  ++memory_wakeups_version_;
   return Status::Ok();
 }
 
@@ -451,7 +453,8 @@ std::vector<JobManager::MemoryWakeup> JobManager::memory_wakeups() const {
   std::vector<MemoryWakeup> out;
   for (const auto& [id, j] : jobs_) {
     if (!j.memory) continue;
-    for (auto w : j.memory->wake_fds()) out.push_back({id, w.fd, w.events});
+    // poll(2)'s POLLIN/POLLPRI have epoll's EPOLLIN/EPOLLPRI values.
+    for (auto w : j.memory->wake_fds()) out.push_back({id, w.fd, static_cast<uint32_t>(w.events)});
   }
   return out;
 }
@@ -460,13 +463,18 @@ void JobManager::memory_woke(uint64_t job, int fd) {
   auto it = jobs_.find(job);
   if (it == jobs_.end() || !it->second.memory) return;
   it->second.memory->on_ready(fd, d_.now_ns());
-  follow_memory(it->second);
+  follow_memory(it->second, node_figures());
 }
 
-void JobManager::follow_memory(Live& j) {
+std::optional<MemoryFigures> JobManager::node_figures() const {
+  if (!d_.node_memory) return std::nullopt;
+  return d_.node_memory();
+}
+
+void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node) {
   if (!j.memory) return;
-  MemoryFigures f = d_.node_memory ? d_.node_memory() : MemoryFigures{};
-  bool psi_known = d_.node_memory != nullptr;
+  MemoryFigures f = node.value_or(MemoryFigures{});
+  bool psi_known = node.has_value();
   if (d_.cgroups) {
     auto u = d_.cgroups->usage(j.record.cgroup());
     if (u && u->memory_working_set && j.record.memory_bytes > 0) {
@@ -486,12 +494,17 @@ void JobManager::follow_memory(Live& j) {
 
 std::vector<uint64_t> JobManager::tick() {
   std::vector<uint64_t> pruned;
+  // The node's figures once per tick, only when some job is watched.
+  std::optional<std::optional<MemoryFigures>> node;
   for (auto& [id, j] : jobs_) {
     if (!d_.is_alive(j.record.owner)) {
       pruned.push_back(id);
     } else {
       follow_phase(j);
-      follow_memory(j);
+      if (j.memory) {
+        if (!node) node = node_figures();
+        follow_memory(j, *node);
+      }
     }
   }
   for (uint64_t id : pruned) forget(id, "owner gone");

@@ -105,6 +105,9 @@ class JobManager {
     uint32_t events;  // for epoll
   };
   std::vector<MemoryWakeup> memory_wakeups() const;
+  // Changes whenever memory_wakeups() may have changed (a watch armed, a
+  // watched job forgotten), so the event loop resyncs only then.
+  uint64_t memory_wakeups_version() const { return memory_wakeups_version_; }
   void memory_woke(uint64_t job, int fd);
 
   // Drops the jobs of owners that are gone, follows phase pages and rewrites
@@ -140,7 +143,9 @@ class JobManager {
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);
   void follow_phase(Live& job);
-  void follow_memory(Live& job);
+  // `node`: the node's figures (MemAvailable, PSI), nullopt if unknown.
+  void follow_memory(Live& job, const std::optional<MemoryFigures>& node);
+  std::optional<MemoryFigures> node_figures() const;
   // Starts the job's watch on `doorbell` (validated), records it.
   Status start_memory_watch(Live& job, os::UniqueFd doorbell, int owner_fd, const nlohmann::json& thresholds);
   void forget(uint64_t id, const std::string& why);
@@ -151,6 +156,7 @@ class JobManager {
   std::string cgroup_version_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;
+  uint64_t memory_wakeups_version_ = 0;
 };
 
 }  // namespace mlos::daemon

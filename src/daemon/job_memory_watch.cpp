@@ -1,6 +1,5 @@
 #include "daemon/job_memory_watch.h"
 
-#include <sys/epoll.h>
 #include <unistd.h>
 
 namespace mlos::daemon {
@@ -10,20 +9,18 @@ void JobMemoryWatch::arm(os::CgroupDriver* cgroups, const std::string& cgroup, u
   note_.clear();
   if (!cgroups) return;
   if (limit > 0) {
-    for (double headroom : {thresholds().moderate_headroom, thresholds().critical_headroom}) {
-      auto fd =
-          cgroups->memory_threshold_event(cgroup, static_cast<uint64_t>(static_cast<double>(limit) * (1 - headroom)));
+    for (uint64_t bytes : os::usage_thresholds(limit, thresholds())) {
+      auto fd = cgroups->memory_threshold_event(cgroup, bytes);
       if (!fd) break;  // v2, fakes: sampling and PSI triggers
-      wakeups_.push_back({std::move(*fd), MLOS_MEMORY_PRESSURE_NORMAL, true});
+      wakeups_.add_eventfd(std::move(*fd), MLOS_MEMORY_PRESSURE_NORMAL);
     }
   }
-  for (auto [kind, means] : {std::pair{"some", MLOS_MEMORY_PRESSURE_MODERATE},
-                             std::pair{"full", MLOS_MEMORY_PRESSURE_CRITICAL}}) {
+  for (const auto& [kind, means] : os::kPsiTriggerKinds) {
     std::string rounded;
     auto fd = cgroups->memory_pressure_trigger(cgroup, kind, uint64_t{thresholds().psi_trigger_stall_ms} * 1000,
                                                uint64_t{thresholds().psi_trigger_window_ms} * 1000, &rounded);
     if (fd) {
-      wakeups_.push_back({std::move(*fd), means, false});
+      wakeups_.add_psi_trigger(std::move(*fd), means);
       if (!rounded.empty()) note_ = rounded;
     } else if (fd.error().code != MLOS_ERR_UNSUPPORTED) {
       note_ = "PSI trigger on " + cgroup + ": " + fd.error().describe();
@@ -41,20 +38,7 @@ void JobMemoryWatch::observe(const MemoryFigures& f, uint64_t now_ns) {
 }
 
 void JobMemoryWatch::on_ready(int fd, uint64_t now_ns) {
-  for (auto& w : wakeups_) {
-    if (w.fd.get() != fd) continue;
-    if (w.is_eventfd) {
-      uint64_t count;
-      (void)!read(fd, &count, sizeof count);
-    }
-    tracker_.kernel_event(w.means, now_ns);
-  }
-}
-
-std::vector<JobMemoryWatch::WakeFd> JobMemoryWatch::wake_fds() const {
-  std::vector<WakeFd> out;
-  for (const auto& w : wakeups_) out.push_back({w.fd.get(), w.is_eventfd ? uint32_t{EPOLLIN} : uint32_t{EPOLLPRI}});
-  return out;
+  if (auto means = wakeups_.consume(fd)) tracker_.kernel_event(*means, now_ns);
 }
 
 }  // namespace mlos::daemon

@@ -14,6 +14,7 @@
 
 #include "core/memory_pressure.h"
 #include "os/cgroup/cgroup_driver.h"
+#include "os/pressure_wakeups.h"
 #include "os/unique_fd.h"
 
 namespace mlos::daemon {
@@ -30,11 +31,7 @@ class JobMemoryWatch {
   // A wake-up fired at `now_ns`: consumes it and notes what it means.
   void on_ready(int fd, uint64_t now_ns);
 
-  struct WakeFd {
-    int fd;
-    uint32_t events;  // EPOLLIN (eventfd) or EPOLLPRI (PSI trigger)
-  };
-  std::vector<WakeFd> wake_fds() const;
+  std::vector<os::PressureWakeups::WaitFd> wake_fds() const { return wakeups_.fds(); }
   const PressureReport& report() const { return tracker_.report(); }
   const MemoryThresholds& thresholds() const { return tracker_.thresholds(); }
   // How the kernel wake-ups are degraded (a window rounded, a trigger
@@ -42,14 +39,9 @@ class JobMemoryWatch {
   const std::string& note() const { return note_; }
 
  private:
-  struct Wakeup {
-    os::UniqueFd fd;
-    mlos_memory_pressure_level_t means;  // NORMAL: only "sample now"
-    bool is_eventfd;
-  };
   os::UniqueFd doorbell_;
   PressureLevelTracker tracker_;
-  std::vector<Wakeup> wakeups_;
+  os::PressureWakeups wakeups_;
   std::string note_;
 };
 

@@ -1,8 +1,5 @@
 #include "engine/local_pressure_feed.h"
 
-#include <poll.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 
@@ -26,11 +23,10 @@ void LocalPressureFeed::arm() {
   if (cgroup_ && cgroup_->version == 1) {
     auto mem = os::read_cgroup_memory(*cgroup_);
     if (mem && mem->limit != UINT64_MAX) {
-      for (double headroom : {t.moderate_headroom, t.critical_headroom}) {
-        const auto bytes = static_cast<uint64_t>(static_cast<double>(mem->limit) * (1.0 - headroom));
+      for (uint64_t bytes : os::usage_thresholds(mem->limit, t)) {
         auto efd = os::v1_usage_threshold_event(*cgroup_, bytes);
         if (efd) {
-          wakeups_.push_back({std::move(*efd), MLOS_MEMORY_PRESSURE_NORMAL, true});
+          wakeups_.add_eventfd(std::move(*efd), MLOS_MEMORY_PRESSURE_NORMAL);
         } else {
           note("usage_threshold", efd.error().describe());
         }
@@ -40,7 +36,7 @@ void LocalPressureFeed::arm() {
                                 std::pair{"critical", MLOS_MEMORY_PRESSURE_CRITICAL}}) {
       auto efd = os::v1_pressure_level_event(*cgroup_, level);
       if (efd) {
-        wakeups_.push_back({std::move(*efd), means, true});
+        wakeups_.add_eventfd(std::move(*efd), means);
       } else {
         note("vmpressure", efd.error().describe());
       }
@@ -48,13 +44,12 @@ void LocalPressureFeed::arm() {
   }
   const std::string psi_path = cgroup_ && cgroup_->version == 2 ? cgroup_->dir + "/memory.pressure"
                                                                  : proc_root_ + "/pressure/memory";
-  for (auto [kind, means] : {std::pair{"some", MLOS_MEMORY_PRESSURE_MODERATE},
-                             std::pair{"full", MLOS_MEMORY_PRESSURE_CRITICAL}}) {
+  for (const auto& [kind, means] : os::kPsiTriggerKinds) {
     std::string rounded;
     auto trig = os::open_psi_trigger(psi_path, kind, uint64_t{t.psi_trigger_stall_ms} * 1000,
                                      uint64_t{t.psi_trigger_window_ms} * 1000, &rounded);
     if (trig) {
-      wakeups_.push_back({std::move(trig->fd), means, false});
+      wakeups_.add_psi_trigger(std::move(trig->fd), means);
       if (!rounded.empty()) note("psi_window", rounded);
     } else {
       note(std::string("psi_") + kind, trig.error().describe());
@@ -62,21 +57,10 @@ void LocalPressureFeed::arm() {
   }
 }
 
-std::vector<PressureFeed::WaitFd> LocalPressureFeed::fds() const {
-  std::vector<WaitFd> out;
-  for (const auto& w : wakeups_) out.push_back({w.fd.get(), static_cast<short>(w.is_eventfd ? POLLIN : POLLPRI)});
-  return out;
-}
+std::vector<PressureFeed::WaitFd> LocalPressureFeed::fds() const { return wakeups_.fds(); }
 
 void LocalPressureFeed::on_ready(int fd, uint64_t now_ns) {
-  for (auto& w : wakeups_) {
-    if (w.fd.get() != fd) continue;
-    if (w.is_eventfd) {
-      uint64_t count = 0;
-      (void)!read(fd, &count, sizeof count);
-    }
-    tracker_.kernel_event(w.means, now_ns);
-  }
+  if (auto means = wakeups_.consume(fd)) tracker_.kernel_event(*means, now_ns);
 }
 
 Result<PressureReport> LocalPressureFeed::sample(uint64_t now_ns) {

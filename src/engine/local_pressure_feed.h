@@ -37,11 +37,6 @@ class LocalPressureFeed final : public PressureFeed {
   std::string notes() const override;
 
  private:
-  struct Wakeup {
-    os::UniqueFd fd;
-    mlos_memory_pressure_level_t means;  // NORMAL: only "sample now"
-    bool is_eventfd;                     // must be drained
-  };
   // (Re)creates every wake-up source for the current thresholds.
   void arm();
   void note(const std::string& key, const std::string& reason) { notes_[key] = reason; }
@@ -50,7 +45,7 @@ class LocalPressureFeed final : public PressureFeed {
   const uint64_t job_budget_;
   const std::string proc_root_;
   std::optional<os::MemoryCgroup> cgroup_;
-  std::vector<Wakeup> wakeups_;
+  os::PressureWakeups wakeups_;
   PressureLevelTracker tracker_;
   std::map<std::string, std::string> notes_;
 };

@@ -12,6 +12,7 @@
 #include "core/memory_pressure.h"
 #include "core/status.h"
 #include "mlos/training.h"
+#include "os/pressure_wakeups.h"
 
 namespace mlos {
 
@@ -25,10 +26,7 @@ class PressureFeed {
   // Descriptors to poll, each with the poll(2) events that mean "look now"
   // (POLLIN for an eventfd, POLLPRI for a PSI trigger, which always
   // reports POLLIN).
-  struct WaitFd {
-    int fd;
-    short events;
-  };
+  using WaitFd = os::PressureWakeups::WaitFd;
   virtual std::vector<WaitFd> fds() const = 0;
   // `fd` was ready at `now_ns`: consume it.
   virtual void on_ready(int fd, uint64_t now_ns) = 0;

@@ -795,6 +795,21 @@ TEST_F(JobManagerMemoryTest, LevelChangesRingTheOwnersDoorbellAndShowInStatus) {
   EXPECT_EQ((*m->memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_NORMAL);
 }
 
+TEST_F(JobManagerMemoryTest, TheWakeupVersionChangesOnlyWithTheWatches) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  const uint64_t before = m->memory_wakeups_version();
+  watched_job(*m, alice, kGigabyte);
+  const uint64_t watched = m->memory_wakeups_version();
+  EXPECT_NE(watched, before);
+  m->tick();
+  EXPECT_EQ(m->memory_wakeups_version(), watched);  // sampling alone changes nothing
+  processes_[101].alive = false;
+  m->tick();  // the owner is gone: the job and its wake-ups go
+  EXPECT_NE(m->memory_wakeups_version(), watched);
+  EXPECT_TRUE(m->memory_wakeups().empty());
+}
+
 TEST_F(JobManagerMemoryTest, ThresholdsFromTheClientOrTheConfig) {
   auto d = deps();
   d.memory_thresholds.moderate_headroom = 0.50;
