@@ -433,6 +433,14 @@ typedef struct mlos_training_phase_profile {
   uint64_t entries[MLOS_TRAINING_PHASE_COUNT];
   uint64_t set_phase_calls;  /* all set_phase calls, including no-ops */
   uint64_t os_updates;       /* calls that had to change OS settings */
+  /* Extension (filled when struct_size >= offsetof(..., collective_bytes)
+   * + 8): collectives on this handle (barrier, all-reduce): wall seconds inside those calls,
+   * the rendezvous of a new group included; calls made, failed ones
+   * included; bytes reduced by the successful ones. This time overlaps the
+   * phases above: it is also counted in whichever phase was current. */
+  double communication_seconds;
+  uint64_t collective_calls;
+  uint64_t collective_bytes;
 } mlos_training_phase_profile_t;
 
 /* Fills `profile` up to profile->struct_size. Errors: INVALID_HANDLE,

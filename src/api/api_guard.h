@@ -33,6 +33,16 @@ int guarded(F&& body) noexcept {
   }
 }
 
+// A C caller may pass any int where an enum is declared; in C++ reading an
+// out-of-range value as the enum is undefined, so the API reads the bits.
+template <class E>
+int raw_enum(const E& value) {
+  static_assert(sizeof(E) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
 inline int invalid_handle() {
   return record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, released or unknown resources handle"));
 }

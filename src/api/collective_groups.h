@@ -6,6 +6,7 @@
 // same way and stale keys of the broken one are never read.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -21,11 +22,24 @@ class CollectiveGroups {
  public:
   static CollectiveGroups& instance();
 
+  struct Tally {
+    uint64_t nanoseconds = 0;  // wall time inside collective calls
+    uint64_t calls = 0;
+    uint64_t bytes = 0;        // bytes reduced in place
+  };
+
   // Runs `op` on the handle's group for (rank, world_size) (-1: RANK and
-  // WORLD_SIZE from the environment; a live group's own when it has one).
-  // INVALID_ARGUMENT when they differ from the live group's.
-  Status with_group(const void* handle, int rank, int world_size,
+  // WORLD_SIZE from the environment; a live group's own when it has one),
+  // counting `bytes` and the call's time in the handle's tally. A new
+  // group's threads go where `placement()` says. INVALID_ARGUMENT when
+  // rank or world_size differ from the live group's.
+  Status with_group(const void* handle, int rank, int world_size, uint64_t bytes,
+                    const std::function<collectives::GroupPlacement()>& placement,
                     const std::function<Status(collectives::ProcessGroup&)>& op);
+  Tally tally(const void* handle);
+  // The store the handle's next group meets its peers in; nullptr: from
+  // MLOS_STORE. Replacing one destroys it when no group creation uses it.
+  void set_store(const void* handle, std::shared_ptr<gloo::rendezvous::Store> store);
   void drop(const void* handle);
 
  private:
@@ -33,7 +47,16 @@ class CollectiveGroups {
     std::mutex op_mu;  // one operation at a time, in program order
     std::unique_ptr<collectives::ProcessGroup> group;
     int generation = 0;
+    std::shared_ptr<gloo::rendezvous::Store> store;  // set_store's
+    // Written under op_mu, read by tally() without it (a query must not
+    // wait out a collective in flight).
+    std::atomic<uint64_t> nanoseconds{0}, calls{0}, bytes{0};
   };
+  Status run_on_slot(Slot& slot, int rank, int world_size,
+                     const std::function<collectives::GroupPlacement()>& placement,
+                     const std::function<Status(collectives::ProcessGroup&)>& op);
+  std::shared_ptr<Slot> slot_of(const void* handle);  // created if missing
+
   std::mutex mu_;
   std::map<const void*, std::shared_ptr<Slot>> slots_;
 };

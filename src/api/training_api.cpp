@@ -28,16 +28,7 @@ using mlos::api::fill_versioned;
 using mlos::api::find_job;
 using mlos::api::guarded;
 using mlos::api::invalid_handle;
-
-// A C caller may pass any int where an enum is declared; in C++ reading an
-// out-of-range value as the enum is undefined, so the API reads the bits.
-template <class E>
-int raw_enum(const E& value) {
-  static_assert(sizeof(E) == sizeof(int));
-  int raw = 0;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
+using mlos::api::raw_enum;
 
 // First-version sizes, fixed by their last v1 field: fields added later
 // must not raise them, or every v1 caller would get VERSION_MISMATCH.
@@ -48,6 +39,7 @@ static_assert(kPlacementV1Size <= sizeof(mlos_training_placement_t));
 static_assert(kProfileV1Size <= sizeof(mlos_training_phase_profile_t));
 static_assert(kOptionsV1Size <= sizeof(mlos_training_request_options_t));
 constexpr uint32_t kKnownRequestFlags = MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE;
+
 
 }  // namespace
 
@@ -213,48 +205,6 @@ int mlos_training_free_checkpoint_buffer(mlos_training_resources_t* resources, v
   });
 }
 
-int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int world_size) {
-  return guarded([&] {
-    if (!find_job(resources)) return mlos_last_error();
-    if (world_size < 1 || rank < 0 || rank >= world_size) {
-      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "need 0 <= rank < world_size, got rank " +
-                                                                    std::to_string(rank) + ", world_size " +
-                                                                    std::to_string(world_size)));
-    }
-    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-        resources, rank, world_size, [](mlos::collectives::ProcessGroup& g) { return g.barrier(); }));
-  });
-}
-
-namespace {
-
-int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, int raw_dtype, int raw_op) {
-  if (!find_job(resources)) return mlos_last_error();
-  if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
-    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
-  }
-  if (raw_dtype < MLOS_DTYPE_FLOAT32 || raw_dtype > MLOS_DTYPE_INT64) {
-    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(raw_dtype)));
-  }
-  return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-      resources, -1, -1, [&](mlos::collectives::ProcessGroup& g) {
-        return g.allreduce(data, count, static_cast<mlos::collectives::DataType>(raw_dtype),
-                           static_cast<mlos_reduce_op_t>(raw_op));
-      }));
-}
-
-}  // namespace
-
-int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
-  // The published signature is float32.
-  return guarded([&] { return allreduce_typed(resources, data, count, MLOS_DTYPE_FLOAT32, raw_enum(op)); });
-}
-
-int mlos_training_allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, mlos_dtype_t dtype,
-                                  mlos_reduce_op_t op) {
-  return guarded([&] { return allreduce_typed(resources, data, count, raw_enum(dtype), raw_enum(op)); });
-}
-
 int mlos_training_register_buffer(mlos_training_resources_t* resources, void* addr, size_t size,
                                   mlos_buffer_kind_t kind) {
   return guarded([&] {
@@ -344,6 +294,10 @@ int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
     }
     p.set_phase_calls = snap->set_phase_calls;
     p.os_updates = snap->os_updates;
+    const auto comm = mlos::CollectiveGroups::instance().tally(resources);
+    p.communication_seconds = static_cast<double>(comm.nanoseconds) / 1e9;
+    p.collective_calls = comm.calls;
+    p.collective_bytes = comm.bytes;
     return fill_versioned(profile, p, kProfileV1Size);
   });
 }

@@ -16,10 +16,42 @@ bool parse_int(const std::string& text, long long lo, long long hi, long long* o
   return ec == std::errc() && p == e && p != b && *out >= lo && *out <= hi;
 }
 
+// MLOS_STORE's value into c->store and its fields.
+Status parse_store(const char* value, GroupConfig* c) {
+  if (!value || !*value) {
+    return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system) or "
+               "MLOS_STORE=redis://host:port (several hosts)");
+  }
+  const std::string s = value;
+  if (s.rfind("file:", 0) == 0) {
+    c->store = GroupConfig::StoreKind::kFile;
+    c->store_path = s.substr(5);
+    if (c->store_path.empty() || c->store_path[0] != '/') {
+      return bad("MLOS_STORE=" + s + ": the directory must be absolute");
+    }
+    return Status::Ok();
+  }
+  if (s.rfind("redis://", 0) == 0) {
+    c->store = GroupConfig::StoreKind::kRedis;
+    std::string hostport = s.substr(8);
+    const auto colon = hostport.rfind(':');
+    c->redis_host = hostport.substr(0, colon);
+    if (colon != std::string::npos) {
+      long long port = 0;
+      if (!parse_int(hostport.substr(colon + 1), 1, 65535, &port)) return bad("MLOS_STORE=" + s + ": bad port");
+      c->redis_port = static_cast<int>(port);
+    }
+    if (c->redis_host.empty()) return bad("MLOS_STORE=" + s + ": no host");
+    return Status::Ok();
+  }
+  return bad("MLOS_STORE=" + s + " is neither file:/dir nor redis://host:port");
+}
+
 }  // namespace
 
 Result<GroupConfig> group_config_from(int rank, int world_size,
-                                      const std::function<const char*(const char*)>& getenv) {
+                                      const std::function<const char*(const char*)>& getenv,
+                                      std::shared_ptr<gloo::rendezvous::Store> caller_store) {
   GroupConfig c;
   auto from_env = [&](const char* name, int given, int* out) -> Status {
     if (given >= 0) {
@@ -40,29 +72,11 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
     return bad("rank " + std::to_string(c.rank) + " is not below world_size " + std::to_string(c.world_size));
   }
 
-  const char* store = getenv("MLOS_STORE");
-  if (!store || !*store) {
-    return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system) or "
-               "MLOS_STORE=redis://host:port (several hosts)");
-  }
-  const std::string s = store;
-  if (s.rfind("file:", 0) == 0) {
-    c.store = GroupConfig::StoreKind::kFile;
-    c.store_path = s.substr(5);
-    if (c.store_path.empty() || c.store_path[0] != '/') return bad("MLOS_STORE=" + s + ": the directory must be absolute");
-  } else if (s.rfind("redis://", 0) == 0) {
-    c.store = GroupConfig::StoreKind::kRedis;
-    std::string hostport = s.substr(8);
-    const auto colon = hostport.rfind(':');
-    c.redis_host = hostport.substr(0, colon);
-    if (colon != std::string::npos) {
-      long long port = 0;
-      if (!parse_int(hostport.substr(colon + 1), 1, 65535, &port)) return bad("MLOS_STORE=" + s + ": bad port");
-      c.redis_port = static_cast<int>(port);
-    }
-    if (c.redis_host.empty()) return bad("MLOS_STORE=" + s + ": no host");
-  } else {
-    return bad("MLOS_STORE=" + s + " is neither file:/dir nor redis://host:port");
+  if (caller_store) {
+    c.store = GroupConfig::StoreKind::kCaller;
+    c.caller_store = std::move(caller_store);
+  } else if (Status st = parse_store(getenv("MLOS_STORE"), &c); !st) {
+    return st.error();
   }
 
   if (const char* t = getenv("MLOS_COLLECTIVE_TIMEOUT_MS")) {

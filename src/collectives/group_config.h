@@ -7,16 +7,22 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/status.h"
+
+namespace gloo::rendezvous {
+class Store;
+}
 
 namespace mlos::collectives {
 
 struct GroupConfig {
   int rank = 0;
   int world_size = 1;
-  enum class StoreKind { kFile, kRedis } store = StoreKind::kFile;
+  enum class StoreKind { kFile, kRedis, kCaller } store = StoreKind::kFile;
+  std::shared_ptr<gloo::rendezvous::Store> caller_store;  // kCaller
   std::string store_path;   // kFile: a directory all ranks share (created if missing)
   std::string redis_host;   // kRedis
   int redis_port = 6379;
@@ -32,12 +38,14 @@ struct GroupConfig {
 };
 
 // rank/world_size: the call's values, or -1 to take RANK and WORLD_SIZE
-// from the environment. Store: MLOS_STORE = "file:/shared/dir" or
+// from the environment. Store: `caller_store` when given (MLOS_STORE is
+// then not read), else MLOS_STORE = "file:/shared/dir" or
 // "redis://host[:port]". Also MLOS_COLLECTIVE_TIMEOUT_MS (default 30000),
 // MLOS_GROUP (key prefix, default "mlos"), MLOS_COLLECTIVE_HOST/IFACE.
 // INVALID_ARGUMENT naming the argument or variable for anything missing,
 // malformed or inconsistent (0 <= rank < world_size).
 Result<GroupConfig> group_config_from(int rank, int world_size,
-                                      const std::function<const char*(const char*)>& getenv);
+                                      const std::function<const char*(const char*)>& getenv,
+                                      std::shared_ptr<gloo::rendezvous::Store> caller_store = nullptr);
 
 }  // namespace mlos::collectives

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <thread>
 
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -138,16 +140,32 @@ ProcessGroup::ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> co
 
 ProcessGroup::~ProcessGroup() = default;
 
-Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& config) {
+Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& config,
+                                                            const GroupPlacement& placement) {
+  std::optional<Result<std::unique_ptr<ProcessGroup>>> result;
+  std::thread([&] {
+    os::Kernel& kernel = os::linux_kernel();
+    // Best effort: a thread that cannot be confined still connects; the
+    // group's threads then run where the caller's process may.
+    if (!placement.cpus.empty()) (void)kernel.set_affinity(kernel.current_tid(), placement.cpus);
+    if (placement.memory_policy.mode != 0) (void)kernel.set_memory_policy(placement.memory_policy);
+    result.emplace(connect_here(config));
+  }).join();
+  return std::move(*result);
+}
+
+Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConfig& config) {
   try {
-    std::unique_ptr<gloo::rendezvous::Store> base;
-    if (config.store == GroupConfig::StoreKind::kFile) {
+    std::shared_ptr<gloo::rendezvous::Store> base;
+    if (config.store == GroupConfig::StoreKind::kCaller) {
+      base = config.caller_store;
+    } else if (config.store == GroupConfig::StoreKind::kFile) {
       if (mkdir(config.store_path.c_str(), 0700) != 0 && errno != EEXIST) {
         return make_sys_error(errno, "cannot create the rendezvous directory " + config.store_path);
       }
-      base = std::make_unique<gloo::rendezvous::FileStore>(config.store_path);
+      base = std::make_shared<gloo::rendezvous::FileStore>(config.store_path);
     } else {
-      base = std::make_unique<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
+      base = std::make_shared<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
     }
     gloo::rendezvous::PrefixStore prefixed(config.prefix, *base);
     TimeoutStore store(prefixed, config.timeout);

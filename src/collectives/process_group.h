@@ -16,7 +16,9 @@
 #include <string>
 
 #include "collectives/group_config.h"
+#include "core/cpu_set.h"
 #include "core/status.h"
+#include "os/kernel.h"
 #include "mlos/training.h"
 
 namespace gloo {
@@ -29,10 +31,21 @@ namespace mlos::collectives {
 enum class DataType { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3, kInt32 = 4, kInt64 = 5 };
 size_t element_size(DataType t);
 
+// Where the group's own threads and memory go: the job's CPUs and memory
+// policy. Empty cpus: wherever the calling thread may run.
+struct GroupPlacement {
+  CpuSet cpus;
+  os::MemoryPolicy memory_policy;
+};
+
 class ProcessGroup {
  public:
-  // Rendezvous and full-mesh connection; fails within config.timeout.
-  static Result<std::unique_ptr<ProcessGroup>> connect(const GroupConfig& config);
+  // Rendezvous and full-mesh connection; fails within config.timeout. Runs
+  // on a short-lived thread confined to `placement`, so Gloo's event-loop
+  // thread (created with the device) inherits the job's CPUs and memory
+  // policy instead of the caller's, whatever thread calls.
+  static Result<std::unique_ptr<ProcessGroup>> connect(const GroupConfig& config,
+                                                       const GroupPlacement& placement = {});
   ~ProcessGroup();
 
   Status barrier();
@@ -45,6 +58,8 @@ class ProcessGroup {
 
  private:
   ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context);
+  // connect() on the calling thread.
+  static Result<std::unique_ptr<ProcessGroup>> connect_here(const GroupConfig& config);
   // Runs a Gloo call, turning its exceptions into errors and breaking the
   // group on any of them.
   template <class F>

@@ -2,6 +2,7 @@
  * way the published guide shows, against the shared library. Checks the ABI
  * conventions: designated initializers, error codes and names, versioned
  * structs, NULL/double-release safety. */
+#include <mlos/collectives.h>
 #include <mlos/log.h>
 #include <mlos/training.h>
 #include <pthread.h>
@@ -9,6 +10,22 @@
 #include <string.h>
 
 static int failures = 0, passes = 0;
+
+/* A caller store that must never be called here (no collective runs). */
+static int store_set(void* u, const char* k, const void* v, size_t n) {
+  (void)u, (void)k, (void)v, (void)n;
+  return MLOS_ERR_SYSTEM;
+}
+static int store_get(void* u, const char* k, void** v, size_t* n, int64_t t) {
+  (void)u, (void)k, (void)v, (void)n, (void)t;
+  return MLOS_ERR_SYSTEM;
+}
+static int store_wait(void* u, const char* const* k, size_t n, int64_t t) {
+  (void)u, (void)k, (void)n, (void)t;
+  return MLOS_ERR_SYSTEM;
+}
+static int store_releases = 0;
+static void store_release(void* u) { (void)u, ++store_releases; }
 #define EXPECT(cond)                                                  \
   do {                                                                \
     if (cond) {                                                       \
@@ -76,9 +93,28 @@ int main(void) {
     mlos_training_phase_profile_t prof = {.struct_size = sizeof prof};
     EXPECT(mlos_training_get_phase_profile(res, &prof) == MLOS_OK);
     EXPECT(prof.entries[MLOS_TRAINING_PHASE_FORWARD] == 1 && prof.set_phase_calls == 1);
+    /* The two collectives refused above for want of a store count as calls
+     * (with their time); nothing was reduced. */
+    EXPECT(prof.collective_calls == 2 && prof.collective_bytes == 0 && prof.communication_seconds >= 0.0);
+  }
+  {
+    mlos_collective_store_t store = {.struct_size = sizeof store, .set = store_set, .get = store_get,
+                                     .wait = store_wait, .release = store_release};
+    mlos_collective_store_t no_wait = store, old = store;
+    no_wait.wait = NULL;
+    old.struct_size = 8;
+    EXPECT(mlos_training_set_collective_store(NULL, &store) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_set_collective_store(res, &no_wait) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_set_collective_store(res, &old) == MLOS_ERR_VERSION_MISMATCH);
+    EXPECT(store_releases == 0);
+    EXPECT(mlos_training_set_collective_store(res, &store) == MLOS_OK);
+    EXPECT(mlos_training_set_collective_store(res, NULL) == MLOS_OK); /* replaced: released */
+    EXPECT(store_releases == 1);
+    EXPECT(mlos_training_set_collective_store(res, &store) == MLOS_OK);
   }
 
   EXPECT(mlos_training_release_resources(res) == MLOS_OK);
+  EXPECT(store_releases == 2); /* the release dropped the second store */
   EXPECT(mlos_training_release_resources(res) == MLOS_ERR_INVALID_HANDLE); /* double release is safe */
   EXPECT(mlos_training_set_phase(res, MLOS_TRAINING_PHASE_IDLE) == MLOS_ERR_INVALID_HANDLE);
 

@@ -6,6 +6,13 @@
  *                                dtype and op over sizes 0, 1, 7, 1000;
  *                                prints {"dtype":N,"op":N,"count":N,"sum":X,
  *                                "first":[...]} with values as doubles
+ *   mlos_collective_rank placement  without binding this thread, joins the
+ *                                group, all-reduces 1000 floats 3 times, and
+ *                                prints {"cpus":"...","threads":[{"tid":N,
+ *                                "allowed":"..."}],"profile":{...}}: the
+ *                                allocation, the threads the group started
+ *                                with their Cpus_allowed_list, and the
+ *                                communication part of the phase profile
  *   mlos_collective_rank loop    all-reduces 1000 floats until one fails;
  *                                prints {"event":"ready"} after the first and
  *                                {"event":"error","code":N,"t_ns":T,...} at the end
@@ -14,6 +21,7 @@
  * everything succeeded, 3 when a collective failed, 2 on misuse. */
 #define _POSIX_C_SOURCE 200809L
 #include <mlos/training.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,10 +103,60 @@ static int fail(const char* what, int code) {
   return 3;
 }
 
+/* The ids of this process's threads, into tids[0..cap); returns how many. */
+static size_t list_threads(long* tids, size_t cap) {
+  size_t n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] != '.' && n < cap) tids[n++] = atol(e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+static int listed(const long* tids, size_t n, long tid) {
+  for (size_t i = 0; i < n; ++i) {
+    if (tids[i] == tid) return 1;
+  }
+  return 0;
+}
+
+/* Prints the threads that are not in before[0..n_before) with their
+ * Cpus_allowed_list, then the allocation and the communication profile. */
+static int report_placement(mlos_training_resources_t* res, const long* before, size_t n_before) {
+  long now[256];
+  const size_t n_now = list_threads(now, 256);
+  int cpus[256];
+  size_t n_cpus = 0;
+  if (mlos_training_get_cpus(res, cpus, 256, &n_cpus) != MLOS_OK) return fail("get_cpus", -1);
+  printf("{\"cpus\":[");
+  for (size_t i = 0; i < n_cpus; ++i) printf("%s%d", i ? "," : "", cpus[i]);
+  printf("],\"threads\":[");
+  int first = 1;
+  for (size_t i = 0; i < n_now; ++i) {
+    if (listed(before, n_before, now[i])) continue;
+    char path[64], line[256], allowed[128] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%ld/status", now[i]);
+    FILE* f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+      if (sscanf(line, "Cpus_allowed_list: %127s", allowed) == 1) break;
+    }
+    if (f) fclose(f);
+    printf("%s{\"tid\":%ld,\"allowed\":\"%s\"}", first ? "" : ",", now[i], allowed);
+    first = 0;
+  }
+  mlos_training_phase_profile_t p = {.struct_size = sizeof p};
+  if (mlos_training_get_phase_profile(res, &p) != MLOS_OK) return fail("get_phase_profile", -1);
+  printf("],\"profile\":{\"communication_seconds\":%.9f,\"collective_calls\":%llu,\"collective_bytes\":%llu}}\n",
+         p.communication_seconds, (unsigned long long)p.collective_calls, (unsigned long long)p.collective_bytes);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0 &&
-                    strcmp(argv[1], "typed") != 0)) {
-    fprintf(stderr, "usage: %s check|typed|loop\n", argv[0]);
+                    strcmp(argv[1], "typed") != 0 && strcmp(argv[1], "placement") != 0)) {
+    fprintf(stderr, "usage: %s check|typed|placement|loop\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -109,6 +167,8 @@ int main(int argc, char** argv) {
   mlos_training_resources_t* res = NULL;
   int rc = mlos_training_request_resources(&req, &res);
   if (rc != MLOS_OK) return fail("request", rc);
+  long before[256];
+  const size_t n_before = list_threads(before, 256);
   rc = mlos_training_barrier(res, rank, world);
   if (rc != MLOS_OK) return fail("barrier", rc);
 
@@ -134,6 +194,14 @@ int main(int argc, char** argv) {
     if (mlos_training_allreduce_typed(res, NULL, 0, (mlos_dtype_t)9, MLOS_REDUCE_SUM) != MLOS_ERR_INVALID_ARGUMENT) {
       return fail("unknown dtype accepted", 0);
     }
+  } else if (strcmp(argv[1], "placement") == 0) {
+    float v[1000];
+    for (int i = 0; i < 3; ++i) {
+      fill(v, 1000, rank);
+      rc = mlos_training_allreduce(res, v, 1000, MLOS_REDUCE_SUM);
+      if (rc != MLOS_OK) return fail("allreduce", rc);
+    }
+    if (report_placement(res, before, n_before) != 0) return 3;
   } else if (strcmp(argv[1], "check") == 0) {
     static const size_t sizes[] = {0, 1, 7, 1000, 65537};
     for (int op = MLOS_REDUCE_SUM; op <= MLOS_REDUCE_AVG; ++op) {

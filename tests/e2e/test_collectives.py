@@ -143,3 +143,31 @@ def test_typed_allreduce_for_every_dtype_and_op(tmp_path):
         name, rel = DTYPES[case["dtype"]]
         assert case["first"] == pytest.approx(ref[:5], rel=rel, abs=rel), (name, case)
         assert case["sum"] == pytest.approx(sum(ref), rel=rel, abs=rel), (name, case)
+
+
+def test_group_threads_run_on_the_allocation_and_communication_is_profiled(tmp_path):
+    """The ranks never bind their own thread (it may run on every CPU), yet
+    the thread Gloo starts for the group must be confined to the
+    allocation's CPUs, as seen in /proc; and the phase profile must count
+    the barrier and the three all-reduces of 4000 bytes, with their time."""
+    world = 2
+    procs = [start(tmp_path, r, world, "placement") for r in range(world)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs
+    for out in outs:
+        report = lines(out)[-1]
+        cpus = set(report["cpus"])
+        assert report["threads"], "the group started no thread: " + out
+        for t in report["threads"]:
+            assert parse_cpu_list(t["allowed"]) <= cpus, (t, cpus)
+        prof = report["profile"]
+        assert prof["collective_calls"] == 4 and prof["collective_bytes"] == 3 * 4000, prof
+        assert 0 < prof["communication_seconds"] < 30, prof
+
+
+def parse_cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus

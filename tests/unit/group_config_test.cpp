@@ -2,6 +2,7 @@
 // what is taken from where, and every refusal naming its cause.
 #include "collectives/group_config.h"
 
+#include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -34,6 +35,16 @@ TEST(GroupConfig, TheCallsValuesWinOverTheEnvironment) {
   EXPECT_EQ(e->store_path, "/shared/run1");
   EXPECT_EQ(e->timeout.count(), 30000);
   EXPECT_EQ(e->prefix, "mlos");
+}
+
+TEST(GroupConfig, ACallersStoreIsUsedAndMlosStoreIsThenNotRead) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  Env env{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MLOS_STORE", "nonsense"}}};
+  auto c = group_config_from(-1, -1, env.get(), store);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->store, GroupConfig::StoreKind::kCaller);
+  EXPECT_EQ(c->caller_store, store);
+  EXPECT_FALSE(group_config_from(-1, -1, env.get()));  // without it, the bad MLOS_STORE is refused
 }
 
 TEST(GroupConfig, RedisStoreTimeoutPrefixAndAddress) {

@@ -1,0 +1,55 @@
+/* mlOS collectives: a rendezvous store supplied by the caller.
+ *
+ * mlos_training_barrier and mlos_training_allreduce find their peers through
+ * a key-value store. By default it is named by MLOS_STORE (a shared
+ * directory or a Redis server, see docs/collectives.md). A program that
+ * already has a store, e.g. the TCPStore that torchrun serves at
+ * MASTER_ADDR:MASTER_PORT reached through torch.distributed, hands it to the
+ * library with mlos_training_set_collective_store; the Python
+ * MLOSProcessGroup does exactly that. */
+#ifndef MLOS_COLLECTIVES_H_
+#define MLOS_COLLECTIVES_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlos/training.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Callbacks over the caller's store. Keys are NUL-terminated; values are
+ * bytes. Each returns MLOS_OK, MLOS_ERR_TIMEOUT when a wait ran out, or
+ * another negative MLOS_ERR_* (the group's creation then fails with it).
+ * They are called only while a group is being created (inside the first
+ * collective call of a handle, or the first after an error), from a thread
+ * the library starts for that, one call at a time. */
+typedef struct mlos_collective_store {
+  uint32_t struct_size; /* sizeof(mlos_collective_store_t) */
+  void* user_data;      /* passed to every callback */
+  int (*set)(void* user_data, const char* key, const void* value, size_t size);
+  /* Waits up to timeout_ms for `key`, then returns its value in a buffer
+   * from malloc() that the library frees (NULL allowed when *size is 0). */
+  int (*get)(void* user_data, const char* key, void** value, size_t* size, int64_t timeout_ms);
+  /* Waits up to timeout_ms until every key exists. */
+  int (*wait)(void* user_data, const char* const* keys, size_t count, int64_t timeout_ms);
+  /* Optional (may be NULL): the library will not call this store again,
+   * because it was replaced or the resources were released. */
+  void (*release)(void* user_data);
+} mlos_collective_store_t;
+
+/* Uses `store` (copied; the callbacks must stay valid until `release`) for
+ * the rendezvous of this handle's next group, instead of MLOS_STORE. A live
+ * group keeps working; the store matters when a group is created. NULL
+ * store: back to MLOS_STORE. Keys are written under MLOS_GROUP's prefix as
+ * usual, so several groups can share one store. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (set, get or wait missing), VERSION_MISMATCH. */
+MLOS_API int mlos_training_set_collective_store(mlos_training_resources_t* resources,
+                                                const mlos_collective_store_t* store);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLOS_COLLECTIVES_H_ */

@@ -1,0 +1,107 @@
+// The C entry points of collectives (include/mlos/training.h's barrier and
+// all-reduce, include/mlos/collectives.h's caller store) over each handle's
+// CollectiveGroups slot.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/api_guard.h"
+#include "api/collective_groups.h"
+#include "collectives/callback_store.h"
+#include "mlos/collectives.h"
+#include "mlos/training.h"
+#include "os/kernel.h"
+
+using mlos::make_error;
+using mlos::record_error;
+using mlos::api::find_job;
+using mlos::api::guarded;
+using mlos::api::raw_enum;
+
+namespace {
+
+// Where a handle's collective group puts its threads: the job's CPUs and
+// memory policy, read when the group is created.
+std::function<mlos::collectives::GroupPlacement()> group_placement_of(const mlos_training_resources_t* resources) {
+  return [resources] {
+    mlos::collectives::GroupPlacement where;
+    auto job = find_job(resources);
+    if (!job) return where;
+    auto snap = job->snapshot();
+    if (!snap) return where;
+    where.cpus = snap->placement.cpu_set;
+    where.memory_policy = mlos::os::memory_policy_for(snap->placement.memory_policy, snap->placement.nodes);
+    return where;
+  };
+}
+
+}  // namespace
+
+extern "C" {
+
+int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int world_size) {
+  return guarded([&] {
+    if (!find_job(resources)) return mlos_last_error();
+    if (world_size < 1 || rank < 0 || rank >= world_size) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "need 0 <= rank < world_size, got rank " +
+                                                                    std::to_string(rank) + ", world_size " +
+                                                                    std::to_string(world_size)));
+    }
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, rank, world_size, 0, group_placement_of(resources),
+        [](mlos::collectives::ProcessGroup& g) { return g.barrier(); }));
+  });
+}
+
+namespace {
+
+int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, int raw_dtype, int raw_op) {
+  if (!find_job(resources)) return mlos_last_error();
+  if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
+  }
+  if (raw_dtype < MLOS_DTYPE_FLOAT32 || raw_dtype > MLOS_DTYPE_INT64) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(raw_dtype)));
+  }
+  const auto type = static_cast<mlos::collectives::DataType>(raw_dtype);
+  return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+      resources, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources),
+      [&](mlos::collectives::ProcessGroup& g) {
+        return g.allreduce(data, count, type, static_cast<mlos_reduce_op_t>(raw_op));
+      }));
+}
+
+}  // namespace
+
+int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
+  // The published signature is float32.
+  return guarded([&] { return allreduce_typed(resources, data, count, MLOS_DTYPE_FLOAT32, raw_enum(op)); });
+}
+
+int mlos_training_allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, mlos_dtype_t dtype,
+                                  mlos_reduce_op_t op) {
+  return guarded([&] { return allreduce_typed(resources, data, count, raw_enum(dtype), raw_enum(op)); });
+}
+
+int mlos_training_set_collective_store(mlos_training_resources_t* resources, const mlos_collective_store_t* store) {
+  return guarded([&] {
+    if (!find_job(resources)) return mlos_last_error();
+    if (store == nullptr) {
+      mlos::CollectiveGroups::instance().set_store(resources, nullptr);
+      return static_cast<int>(MLOS_OK);
+    }
+    if (store->struct_size < sizeof(mlos_collective_store_t)) {
+      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "mlos_collective_store_t.struct_size is " +
+                                                                    std::to_string(store->struct_size)));
+    }
+    if (!store->set || !store->get || !store->wait) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "the store needs set, get and wait callbacks"));
+    }
+    mlos::CollectiveGroups::instance().set_store(resources,
+                                                 std::make_shared<mlos::collectives::CallbackStore>(*store));
+    return static_cast<int>(MLOS_OK);
+  });
+}
+
+}  // extern "C"
