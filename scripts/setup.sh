@@ -16,6 +16,7 @@ packages=(
   libseccomp-dev                # tests: proving set_phase makes no system call
   libbenchmark-dev              # bench/
   util-linux                    # taskset, ionice (tests)
+  redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   python3 python3-pip
 )
 
@@ -36,4 +37,17 @@ if ! python3 -c 'import pytest' 2>/dev/null; then
   echo "setup: installing pytest"
   python3 -m pip install --quiet pytest 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages pytest
+fi
+
+# The Python package (python/: nanobind, scikit-build-core) and what its
+# tests run against (torch, numpy) live in a virtual environment of their
+# own, kept between runs: torch from PyPI is large. MLOS_VENV moves it.
+venv="${MLOS_VENV:-/opt/mlos/venv}"
+python_packages=(torch numpy pytest nanobind scikit-build-core)
+if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core' 2>/dev/null; then
+  echo "setup: creating $venv with ${python_packages[*]}"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet "${python_packages[@]}"
 fi

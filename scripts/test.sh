@@ -2,6 +2,7 @@
 # README command 2 (and CI): install, build, and run every test.
 #  1. the normal build: unit, integration (real kernel), strict-C header,
 #     installed-tree consumers (pkg-config, find_package) and CLI end-to-end;
+#     then the Python package, pip-installed into the venv, and its tests;
 #  2. an ASan+UBSan build of the unit, integration, C and checkpoint (fault
 #     injection, crash loop) tests.
 set -euo pipefail
@@ -11,6 +12,12 @@ bash scripts/setup.sh
 bash scripts/build.sh
 rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
+
+# The Python package, installed the way users install it, and its tests
+# (bindings, MLOSProcessGroup next to torch.distributed and under torchrun).
+venv="${MLOS_VENV:-/opt/mlos/venv}"
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).

@@ -48,6 +48,24 @@ typedef struct mlos_collective_store {
 MLOS_API int mlos_training_set_collective_store(mlos_training_resources_t* resources,
                                                 const mlos_collective_store_t* store);
 
+/* Per-handle settings that win over the environment. */
+typedef struct mlos_collective_options {
+  uint32_t struct_size; /* sizeof(mlos_collective_options_t) */
+  /* Bound on the rendezvous and on every operation, 1..3600000 ms; 0: from
+   * MLOS_COLLECTIVE_TIMEOUT_MS (default 30000). */
+  int64_t timeout_ms;
+  /* Key prefix in the store (copied), no spaces or '/'; NULL: MLOS_GROUP
+   * (default "mlos"). Groups sharing a store need different ones. */
+  const char* group;
+} mlos_collective_options_t;
+
+/* Applies `options` to this handle's next group (a live group keeps its
+ * own). NULL: back to the environment. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (timeout out of range, bad group name),
+ * VERSION_MISMATCH. */
+MLOS_API int mlos_training_set_collective_options(mlos_training_resources_t* resources,
+                                                  const mlos_collective_options_t* options);
+
 #ifdef __cplusplus
 }
 #endif

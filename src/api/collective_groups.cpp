@@ -23,6 +23,12 @@ void CollectiveGroups::set_store(const void* handle, std::shared_ptr<gloo::rende
   slot->store = std::move(store);
 }
 
+void CollectiveGroups::set_overrides(const void* handle, collectives::GroupOverrides overrides) {
+  std::shared_ptr<Slot> slot = slot_of(handle);
+  std::lock_guard op_lock(slot->op_mu);
+  slot->overrides = std::move(overrides);
+}
+
 Status CollectiveGroups::with_group(const void* handle, int rank, int world_size, uint64_t bytes,
                                     const std::function<collectives::GroupPlacement()>& placement,
                                     const std::function<Status(collectives::ProcessGroup&)>& op) {
@@ -50,7 +56,8 @@ Status CollectiveGroups::run_on_slot(Slot& slot, int rank, int world_size,
     return op(*slot.group);
   }
   auto config =
-      collectives::group_config_from(rank, world_size, [](const char* n) { return std::getenv(n); }, slot.store);
+      collectives::group_config_from(rank, world_size, [](const char* n) { return std::getenv(n); }, slot.store,
+                                     slot.overrides);
   if (!config) return config.error();
   if (slot.group) ++slot.generation;  // the last one broke
   config->prefix += "/" + std::to_string(slot.generation);

@@ -40,6 +40,8 @@ class CollectiveGroups {
   // The store the handle's next group meets its peers in; nullptr: from
   // MLOS_STORE. Replacing one destroys it when no group creation uses it.
   void set_store(const void* handle, std::shared_ptr<gloo::rendezvous::Store> store);
+  // Settings of the handle's next group (validated by the caller).
+  void set_overrides(const void* handle, collectives::GroupOverrides overrides);
   void drop(const void* handle);
 
  private:
@@ -48,6 +50,7 @@ class CollectiveGroups {
     std::unique_ptr<collectives::ProcessGroup> group;
     int generation = 0;
     std::shared_ptr<gloo::rendezvous::Store> store;  // set_store's
+    collectives::GroupOverrides overrides;
     // Written under op_mu, read by tally() without it (a query must not
     // wait out a collective in flight).
     std::atomic<uint64_t> nanoseconds{0}, calls{0}, bytes{0};

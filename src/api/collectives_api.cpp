@@ -1,6 +1,7 @@
 // The C entry points of collectives (include/mlos/training.h's barrier and
 // all-reduce, include/mlos/collectives.h's caller store) over each handle's
 // CollectiveGroups slot.
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -100,6 +101,28 @@ int mlos_training_set_collective_store(mlos_training_resources_t* resources, con
     }
     mlos::CollectiveGroups::instance().set_store(resources,
                                                  std::make_shared<mlos::collectives::CallbackStore>(*store));
+    return static_cast<int>(MLOS_OK);
+  });
+}
+
+int mlos_training_set_collective_options(mlos_training_resources_t* resources,
+                                         const mlos_collective_options_t* options) {
+  return guarded([&] {
+    if (!find_job(resources)) return mlos_last_error();
+    mlos::collectives::GroupOverrides o;
+    if (options != nullptr) {
+      if (options->struct_size < sizeof(mlos_collective_options_t)) {
+        return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "mlos_collective_options_t.struct_size is " +
+                                                                      std::to_string(options->struct_size)));
+      }
+      o.timeout = std::chrono::milliseconds(options->timeout_ms);
+      if (options->group != nullptr) {
+        o.prefix = options->group;
+        if (o.prefix.empty()) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "group is empty"));
+      }
+      if (mlos::Status s = mlos::collectives::validate(o); !s) return record_error(s.error());
+    }
+    mlos::CollectiveGroups::instance().set_overrides(resources, std::move(o));
     return static_cast<int>(MLOS_OK);
   });
 }

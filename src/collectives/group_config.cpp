@@ -16,6 +16,10 @@ bool parse_int(const std::string& text, long long lo, long long hi, long long* o
   return ec == std::errc() && p == e && p != b && *out >= lo && *out <= hi;
 }
 
+constexpr long long kMaxTimeoutMs = 3600000;
+
+bool valid_prefix(const std::string& p) { return !p.empty() && p.find_first_of(" /\n") == std::string::npos; }
+
 // MLOS_STORE's value into c->store and its fields.
 Status parse_store(const char* value, GroupConfig* c) {
   if (!value || !*value) {
@@ -49,9 +53,18 @@ Status parse_store(const char* value, GroupConfig* c) {
 
 }  // namespace
 
+Status validate(const GroupOverrides& o) {
+  if (o.timeout.count() < 0 || o.timeout.count() > kMaxTimeoutMs) {
+    return bad("timeout_ms " + std::to_string(o.timeout.count()) + " is outside 0..3600000");
+  }
+  if (!o.prefix.empty() && !valid_prefix(o.prefix)) return bad("group \"" + o.prefix + "\" has spaces or '/'");
+  return Status::Ok();
+}
+
 Result<GroupConfig> group_config_from(int rank, int world_size,
                                       const std::function<const char*(const char*)>& getenv,
-                                      std::shared_ptr<gloo::rendezvous::Store> caller_store) {
+                                      std::shared_ptr<gloo::rendezvous::Store> caller_store,
+                                      const GroupOverrides& overrides) {
   GroupConfig c;
   auto from_env = [&](const char* name, int given, int* out) -> Status {
     if (given >= 0) {
@@ -79,16 +92,20 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
     return st.error();
   }
 
-  if (const char* t = getenv("MLOS_COLLECTIVE_TIMEOUT_MS")) {
+  if (overrides.timeout.count() > 0) {
+    c.timeout = overrides.timeout;
+  } else if (const char* t = getenv("MLOS_COLLECTIVE_TIMEOUT_MS")) {
     long long ms = 0;
-    if (!parse_int(t, 1, 3600000, &ms)) {
+    if (!parse_int(t, 1, kMaxTimeoutMs, &ms)) {
       return bad(std::string("MLOS_COLLECTIVE_TIMEOUT_MS=\"") + t + "\" must be 1..3600000");
     }
     c.timeout = std::chrono::milliseconds(ms);
   }
-  if (const char* g = getenv("MLOS_GROUP")) {
+  if (!overrides.prefix.empty()) {
+    c.prefix = overrides.prefix;
+  } else if (const char* g = getenv("MLOS_GROUP")) {
     c.prefix = g;
-    if (c.prefix.empty() || c.prefix.find_first_of(" /\n") != std::string::npos) {
+    if (!valid_prefix(c.prefix)) {
       return bad(std::string("MLOS_GROUP=\"") + g + "\" must be non-empty, without spaces or '/'");
     }
   }

@@ -37,6 +37,17 @@ struct GroupConfig {
   std::string iface;
 };
 
+// Settings a caller gives for one handle (mlos_collective_options_t),
+// applied over the environment's.
+struct GroupOverrides {
+  std::chrono::milliseconds timeout{0};  // 0: the environment's
+  std::string prefix;                    // empty: the environment's
+};
+
+// INVALID_ARGUMENT naming what is wrong: timeout outside 0..3600000 ms, a
+// prefix with spaces or '/'.
+Status validate(const GroupOverrides& o);
+
 // rank/world_size: the call's values, or -1 to take RANK and WORLD_SIZE
 // from the environment. Store: `caller_store` when given (MLOS_STORE is
 // then not read), else MLOS_STORE = "file:/shared/dir" or
@@ -46,6 +57,7 @@ struct GroupConfig {
 // malformed or inconsistent (0 <= rank < world_size).
 Result<GroupConfig> group_config_from(int rank, int world_size,
                                       const std::function<const char*(const char*)>& getenv,
-                                      std::shared_ptr<gloo::rendezvous::Store> caller_store = nullptr);
+                                      std::shared_ptr<gloo::rendezvous::Store> caller_store = nullptr,
+                                      const GroupOverrides& overrides = {});
 
 }  // namespace mlos::collectives

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -43,6 +45,18 @@ class TimeoutStore final : public gloo::rendezvous::Store {
   gloo::rendezvous::Store& inner_;
   std::chrono::milliseconds timeout_;
 };
+
+// How long past the timeout the caller waits for a rendezvous thread.
+constexpr std::chrono::milliseconds kRendezvousSlack{250};
+
+std::string describe_store(const GroupConfig& c) {
+  switch (c.store) {
+    case GroupConfig::StoreKind::kFile: return "file:" + c.store_path;
+    case GroupConfig::StoreKind::kRedis: return "redis://" + c.redis_host + ":" + std::to_string(c.redis_port);
+    case GroupConfig::StoreKind::kCaller: return "the caller's store";
+  }
+  return "?";
+}
 
 Error from_gloo(const std::string& what, const std::exception& e) {
   std::string msg = e.what();
@@ -142,16 +156,38 @@ ProcessGroup::~ProcessGroup() = default;
 
 Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& config,
                                                             const GroupPlacement& placement) {
-  std::optional<Result<std::unique_ptr<ProcessGroup>>> result;
-  std::thread([&] {
+  // The rendezvous runs on its own thread, and the caller waits for it at
+  // most the timeout (plus a little, so Gloo's own, more precise timeout
+  // errors win when they come): Gloo's RedisStore reads through a blocking
+  // hiredis connection with no command timeout, so a store that accepts
+  // the connection and never answers would otherwise block forever. A
+  // thread left behind that way is detached and owns everything it uses;
+  // the generation of the prefix moves on, so its keys are never read.
+  struct Attempt {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    std::optional<Result<std::unique_ptr<ProcessGroup>>> result;
+  };
+  auto attempt = std::make_shared<Attempt>();
+  std::thread([attempt, config, placement] {
     os::Kernel& kernel = os::linux_kernel();
     // Best effort: a thread that cannot be confined still connects; the
     // group's threads then run where the caller's process may.
     if (!placement.cpus.empty()) (void)kernel.set_affinity(kernel.current_tid(), placement.cpus);
     if (placement.memory_policy.mode != 0) (void)kernel.set_memory_policy(placement.memory_policy);
-    result.emplace(connect_here(config));
-  }).join();
-  return std::move(*result);
+    auto r = connect_here(config);
+    std::lock_guard lock(attempt->mu);
+    attempt->result.emplace(std::move(r));
+    attempt->done_cv.notify_all();
+  }).detach();
+  std::unique_lock lock(attempt->mu);
+  if (!attempt->done_cv.wait_for(lock, config.timeout + kRendezvousSlack, [&] { return attempt->result.has_value(); })) {
+    return make_error(MLOS_ERR_TIMEOUT, "rendezvous of rank " + std::to_string(config.rank) + " of " +
+                                            std::to_string(config.world_size) + " through " + describe_store(config) +
+                                            " did not complete within " + std::to_string(config.timeout.count()) +
+                                            " ms (a rank missing, or a store that does not answer)");
+  }
+  return std::move(*attempt->result);
 }
 
 Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConfig& config) {
@@ -179,10 +215,15 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     context->connectFullMesh(store, device);
     return std::unique_ptr<ProcessGroup>(new ProcessGroup(config, std::move(context)));
   } catch (const std::exception& e) {
-    Error err = from_gloo("rendezvous of rank " + std::to_string(config.rank) + " of " +
-                              std::to_string(config.world_size),
-                          e);
-    return err;
+    const std::string what = "rendezvous of rank " + std::to_string(config.rank) + " of " +
+                             std::to_string(config.world_size) + " through " + describe_store(config);
+    const std::string msg = e.what();
+    // A store that cannot be reached is not a lost peer: nothing was
+    // connected yet, and the cause is the store's address or server.
+    if (msg.find("Redis") != std::string::npos && msg.find("timed out") == std::string::npos) {
+      return make_error(MLOS_ERR_IO, what + ": " + msg);
+    }
+    return from_gloo(what, e);
   }
 }
 

@@ -112,6 +112,17 @@ int main(void) {
     EXPECT(store_releases == 1);
     EXPECT(mlos_training_set_collective_store(res, &store) == MLOS_OK);
   }
+  {
+    mlos_collective_options_t opt = {.struct_size = sizeof opt, .timeout_ms = 1500, .group = "job-7"};
+    mlos_collective_options_t bad_timeout = opt, bad_group = opt;
+    bad_timeout.timeout_ms = -1;
+    bad_group.group = "a/b";
+    EXPECT(mlos_training_set_collective_options(res, &opt) == MLOS_OK);
+    EXPECT(mlos_training_set_collective_options(res, &bad_timeout) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_set_collective_options(res, &bad_group) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_set_collective_options(NULL, &opt) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_set_collective_options(res, NULL) == MLOS_OK);
+  }
 
   EXPECT(mlos_training_release_resources(res) == MLOS_OK);
   EXPECT(store_releases == 2); /* the release dropped the second store */

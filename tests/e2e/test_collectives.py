@@ -14,7 +14,7 @@ import pytest
 
 from conftest import build_dir
 
-ERR_INVALID_ARGUMENT, ERR_TIMEOUT, ERR_PEER_LOST = -1, -17, -22
+ERR_INVALID_ARGUMENT, ERR_TIMEOUT, ERR_IO, ERR_PEER_LOST = -1, -17, -19, -22
 OPS = {0: "sum", 1: "prod", 2: "min", 3: "max", 4: "avg"}
 
 

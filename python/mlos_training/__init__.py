@@ -1,0 +1,116 @@
+"""mlOS Training Workload API for Python.
+
+The published shapes::
+
+    import mlos_training
+    res = mlos_training.request_resources(num_cpus=4, memory_bytes=8 << 30,
+                                          numa_preference=-1, exclusive_cpus=True)
+    mlos_training.bind_current_thread(res)
+    mlos_training.set_phase(res, mlos_training.PHASE_FORWARD)
+    mlos_training.release_resources(res)
+
+Every function calls libmlos's C API (shipped inside this package); a
+negative result code becomes MLOSError carrying the code and the library's
+own message. See docs/python.md.
+"""
+from . import _core
+from .errors import CODES, MLOSError, check
+
+__version__ = _core.VERSION
+
+PHASE_IDLE = 0
+PHASE_DATA_LOADING = 1
+PHASE_FORWARD = 2
+PHASE_BACKWARD = 3
+PHASE_OPTIMIZER = 4
+PHASE_CHECKPOINT = 5
+PHASE_NAMES = tuple(_core.phase_name(p) for p in range(_core.PHASE_COUNT))
+
+# Reduction operators of barrier/all-reduce (mlos_reduce_op_t).
+SUM = 0
+PROD = 1
+MIN = 2
+MAX = 3
+AVG = 4
+
+
+class Resources:
+    """An allocation (mlos_training_resources_t). Release it with
+    release_resources(); it is also usable as a context manager."""
+
+    __slots__ = ("_handle", "__weakref__")
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @property
+    def handle(self):
+        """The C handle as an integer (0 once released)."""
+        return self._handle
+
+    @property
+    def cpus(self):
+        """The allocation's CPU OS indices."""
+        rc, cpus = _core.get_cpus(self._handle)
+        check(rc)
+        return cpus
+
+    @property
+    def recommended_threads(self):
+        """Intra-op thread count for this allocation (its physical cores)."""
+        return check(_core.recommended_threads(self._handle))
+
+    def phase_profile(self):
+        """Seconds and entries per phase, plus communication time, calls and
+        bytes of the collectives run on this allocation."""
+        rc, prof = _core.phase_profile(self._handle)
+        check(rc)
+        return prof
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._handle:
+            release_resources(self)
+
+    def __repr__(self):
+        return f"<mlos_training.Resources handle={self._handle:#x}>" if self._handle else "<Resources released>"
+
+
+def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_cpus=True, priority=0):
+    """Claims `num_cpus` CPUs (and checks `memory_bytes` can be had) on the
+    best-fitting NUMA node, or on `numa_preference`. Raises MLOSError
+    (e.g. INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY)."""
+    rc, handle = _core.request_resources(int(num_cpus), int(memory_bytes), int(numa_preference),
+                                         bool(exclusive_cpus), int(priority))
+    check(rc)
+    return Resources(handle)
+
+
+def release_resources(res):
+    """Releases the allocation: threads unbound, claim dropped, collective
+    group closed. Releasing twice raises MLOSError(INVALID_HANDLE)."""
+    if not res.handle:
+        raise MLOSError(CODES["INVALID_HANDLE"], "resources already released")
+    handle, res._handle = res._handle, 0
+    check(_core.release_resources(handle))
+
+
+def bind_current_thread(res, cpu_index=-1):
+    """Pins the calling thread to the allocation (-1: all its CPUs, else
+    its cpu_index-th CPU) and applies the current phase's settings to it."""
+    check(_core.bind_current_thread(res.handle, int(cpu_index)))
+
+
+def set_phase(res, phase):
+    """Enters `phase` (PHASE_*): timed in the phase profile, and applied to
+    the bound threads (nice, I/O priority, buffer locking)."""
+    check(_core.set_phase(res.handle, int(phase)))
+
+
+__all__ = [
+    "MLOSError", "Resources", "request_resources", "release_resources", "bind_current_thread", "set_phase",
+    "PHASE_IDLE", "PHASE_DATA_LOADING", "PHASE_FORWARD", "PHASE_BACKWARD", "PHASE_OPTIMIZER", "PHASE_CHECKPOINT",
+    "PHASE_NAMES", "SUM", "PROD", "MIN", "MAX", "AVG",
+]

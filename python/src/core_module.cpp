@@ -1,0 +1,140 @@
+// mlos_training._core: a thin binding of libmlos's public C ABI. Each
+// function returns the C call's code (and its outputs); the Python layer
+// (mlos_training/__init__.py) turns negative codes into MLOSError with
+// last_error_message(). Handles travel as integers: the library checks
+// every handle against its registry, so a stale or made-up one is
+// INVALID_HANDLE, never a dereference. Calls that can block (collectives)
+// release the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <pthread.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <mlos/collectives.h>
+#include <mlos/errors.h>
+#include <mlos/training.h>
+#include <mlos/version.h>
+
+#include "caller_store.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+mlos_training_resources_t* handle(uintptr_t h) { return reinterpret_cast<mlos_training_resources_t*>(h); }
+
+std::pair<int, uintptr_t> request_resources(int num_cpus, size_t memory_bytes, int numa_preference,
+                                            bool exclusive_cpus, int priority) {
+  mlos_training_resource_request_t req{};
+  req.num_cpus = num_cpus;
+  req.memory_bytes = memory_bytes;
+  req.numa_node_preference = numa_preference;
+  req.priority = priority;
+  req.exclusive_cpus = exclusive_cpus;
+  mlos_training_resources_t* res = nullptr;
+  int rc;
+  {
+    nb::gil_scoped_release unlocked;  // may talk to mlosd
+    rc = mlos_training_request_resources(&req, &res);
+  }
+  return {rc, reinterpret_cast<uintptr_t>(res)};
+}
+
+std::pair<int, std::vector<int>> get_cpus(uintptr_t h) {
+  size_t count = 0;
+  int rc = mlos_training_get_cpus(handle(h), nullptr, 0, &count);
+  if (rc != MLOS_OK && rc != MLOS_ERR_BUFFER_TOO_SMALL) return {rc, {}};
+  std::vector<int> cpus(count);
+  rc = mlos_training_get_cpus(handle(h), cpus.data(), cpus.size(), &count);
+  cpus.resize(rc == MLOS_OK ? count : 0);
+  return {rc, cpus};
+}
+
+std::pair<int, nb::dict> phase_profile(uintptr_t h) {
+  mlos_training_phase_profile_t p{};
+  p.struct_size = sizeof p;
+  const int rc = mlos_training_get_phase_profile(handle(h), &p);
+  nb::dict d;
+  if (rc != MLOS_OK) return {rc, d};
+  nb::list seconds, entries;
+  for (int i = 0; i < MLOS_TRAINING_PHASE_COUNT; ++i) {
+    seconds.append(p.seconds[i]);
+    entries.append(p.entries[i]);
+  }
+  d["current_phase"] = static_cast<int>(p.current_phase);
+  d["seconds"] = seconds;
+  d["entries"] = entries;
+  d["set_phase_calls"] = p.set_phase_calls;
+  d["os_updates"] = p.os_updates;
+  d["communication_seconds"] = p.communication_seconds;
+  d["collective_calls"] = p.collective_calls;
+  d["collective_bytes"] = p.collective_bytes;
+  return {rc, d};
+}
+
+int set_store(uintptr_t h, nb::object store) {
+  if (store.is_none()) return mlos_training_set_collective_store(handle(h), nullptr);
+  mlos_collective_store_t s = mlos_python::caller_store(std::move(store));
+  const int rc = mlos_training_set_collective_store(handle(h), &s);
+  if (rc != MLOS_OK) s.release(s.user_data);  // not taken: drop our reference
+  return rc;
+}
+
+int set_options(uintptr_t h, int64_t timeout_ms, const std::string& group) {
+  mlos_collective_options_t o{};
+  o.struct_size = sizeof o;
+  o.timeout_ms = timeout_ms;
+  o.group = group.empty() ? nullptr : group.c_str();
+  return mlos_training_set_collective_options(handle(h), &o);
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "Thin binding of libmlos's C ABI; use the mlos_training package, not this module.";
+  m.attr("VERSION") = MLOS_VERSION_STRING;
+  m.attr("PHASE_COUNT") = MLOS_TRAINING_PHASE_COUNT;
+
+  m.def("request_resources", &request_resources, "num_cpus"_a, "memory_bytes"_a, "numa_preference"_a,
+        "exclusive_cpus"_a, "priority"_a);
+  m.def("release_resources", [](uintptr_t h) {
+    nb::gil_scoped_release unlocked;  // waits for a collective in flight on the handle
+    return mlos_training_release_resources(handle(h));
+  });
+  m.def("bind_current_thread", [](uintptr_t h, int cpu_index) {
+    return mlos_training_bind_thread(handle(h), pthread_self(), cpu_index);
+  });
+  m.def("set_phase", [](uintptr_t h, int phase) {
+    return mlos_training_set_phase(handle(h), static_cast<mlos_training_phase_t>(phase));
+  });
+  m.def("get_cpus", &get_cpus);
+  m.def("recommended_threads", [](uintptr_t h) { return mlos_training_recommended_threads(handle(h)); });
+  m.def("phase_profile", &phase_profile);
+  m.def("phase_name", [](int phase) { return std::string(mlos_training_phase_name(static_cast<mlos_training_phase_t>(phase))); });
+
+  m.def("barrier", [](uintptr_t h, int rank, int world_size) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_barrier(handle(h), rank, world_size);
+  });
+  // data: the address of `count` contiguous elements of `dtype`, kept alive
+  // and unmoved by the caller for the duration of the call.
+  m.def("allreduce", [](uintptr_t h, uintptr_t data, size_t count, int dtype, int op) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_allreduce_typed(handle(h), reinterpret_cast<void*>(data), count,
+                                         static_cast<mlos_dtype_t>(dtype), static_cast<mlos_reduce_op_t>(op));
+  });
+  m.def("set_collective_store", &set_store);
+  m.def("set_collective_options", &set_options, "handle"_a, "timeout_ms"_a, "group"_a);
+
+  m.def("last_error_message", [] { return std::string(mlos_last_error_message()); });
+  m.def("strerror", [](int code) { return std::string(mlos_strerror(code)); });
+}

@@ -1,0 +1,37 @@
+"""Tests of the installed mlos_training package (pip install ./python).
+
+Run with the interpreter the package is installed in (scripts/test.sh uses
+/opt/mlos/venv). Every test gets its own MLOS_RUNTIME_DIR and the embedded
+engine, so no daemon or earlier claim is involved."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def clean_env(tmp_path, **extra):
+    """This process's environment without mlOS or launcher variables, with
+    a private runtime directory and the embedded engine."""
+    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLOS_", "TORCHELASTIC_")) and k not in drop}
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(exist_ok=True)
+    env.update(MLOS_RUNTIME_DIR=str(runtime), MLOS_MODE="embedded", MLOS_COLLECTIVE_HOST="127.0.0.1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+@pytest.fixture(autouse=True)
+def private_runtime(tmp_path, monkeypatch):
+    for k, v in clean_env(tmp_path).items():
+        monkeypatch.setenv(k, v)
+    for k in [k for k in os.environ if k.startswith("MLOS_STORE")]:
+        monkeypatch.delenv(k)
+
+
+@pytest.fixture
+def python():
+    return sys.executable
