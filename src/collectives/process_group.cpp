@@ -1,6 +1,7 @@
 #include "collectives/process_group.h"
 
 #include "collectives/half_float.h"
+#include "os/sigpipe_guard.h"
 
 #include <sys/stat.h>
 
@@ -56,6 +57,35 @@ std::string describe_store(const GroupConfig& c) {
     case GroupConfig::StoreKind::kCaller: return "the caller's store";
   }
   return "?";
+}
+
+// Every rank publishes the world size it was given and checks its peers'
+// (rank 0's first, which every rank knows exists): a mismatch is a clear
+// INVALID_ARGUMENT on the ranks that see it, instead of a rendezvous that
+// waits for ranks that will never come. A rank number claimed twice is
+// caught where the store refuses to overwrite a key (Redis), and otherwise
+// ends in a timeout.
+Status agree_on_world(gloo::rendezvous::Store& store, const GroupConfig& c) {
+  const std::string mine = std::to_string(c.world_size);
+  try {
+    store.set("world_size/" + std::to_string(c.rank), std::vector<char>(mine.begin(), mine.end()));
+  } catch (const std::exception& e) {
+    if (std::string(e.what()).find("already set") == std::string::npos) throw;
+    return make_error(MLOS_ERR_INVALID_ARGUMENT,
+                      "rank " + std::to_string(c.rank) + " is already taken in group " + c.prefix +
+                          ": two processes were given the same rank, or the store holds an earlier run's keys "
+                          "under this prefix (use a fresh MLOS_GROUP)");
+  }
+  for (int r = 0; r < c.world_size; ++r) {
+    if (r == c.rank) continue;
+    const std::vector<char> theirs = store.get("world_size/" + std::to_string(r));
+    if (std::string(theirs.begin(), theirs.end()) != mine) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "world size mismatch: rank " + std::to_string(c.rank) +
+                                                       " was given " + mine + ", rank " + std::to_string(r) + " " +
+                                                       std::string(theirs.begin(), theirs.end()));
+    }
+  }
+  return Status::Ok();
 }
 
 Error from_gloo(const std::string& what, const std::exception& e) {
@@ -170,6 +200,9 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& c
   };
   auto attempt = std::make_shared<Attempt>();
   std::thread([attempt, config, placement] {
+    // Gloo's event loop, started below, inherits this: its writes to a dead
+    // peer then fail with EPIPE instead of killing the process.
+    os::block_sigpipe_in_this_thread();
     os::Kernel& kernel = os::linux_kernel();
     // Best effort: a thread that cannot be confined still connects; the
     // group's threads then run where the caller's process may.
@@ -205,6 +238,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     }
     gloo::rendezvous::PrefixStore prefixed(config.prefix, *base);
     TimeoutStore store(prefixed, config.timeout);
+    if (Status agreed = agree_on_world(store, config); !agreed) return agreed.error();
     gloo::transport::tcp::attr attr;
     if (!config.hostname.empty()) attr.hostname = config.hostname;
     if (!config.iface.empty()) attr.iface = config.iface;
@@ -234,6 +268,7 @@ Status ProcessGroup::guarded(const char* what, F&& f) {
                                               "); every rank must create it again");
   }
   try {
+    os::SigpipeGuard no_sigpipe;  // Gloo writes on this thread too
     f();
     return Status::Ok();
   } catch (const std::exception& e) {

@@ -98,6 +98,18 @@ def test_a_rank_outside_the_world_and_a_missing_store_are_refused(tmp_path):
     assert err["code"] == ERR_INVALID_ARGUMENT and "MLOS_STORE" in err["message"]
 
 
+def test_ranks_given_different_world_sizes_are_told_so(tmp_path):
+    """Rank 0 told the world has 2 ranks, rank 1 told 3: both get
+    INVALID_ARGUMENT naming the mismatch, well before the timeout."""
+    t0 = time.monotonic()
+    procs = [start(tmp_path, 0, 2, "check"), start(tmp_path, 1, 3, "check")]
+    errors = [lines(p.communicate(timeout=60)[0])[-1] for p in procs]
+    assert [p.returncode for p in procs] == [3, 3], errors
+    for e in errors:
+        assert e["code"] == ERR_INVALID_ARGUMENT and "world size mismatch" in e["message"], e
+    assert time.monotonic() - t0 < 5  # the timeout is 10 s
+
+
 def test_a_rank_that_never_arrives_is_a_timeout_not_a_hang(tmp_path):
     t0 = time.monotonic()
     p = start(tmp_path, 0, 2, "check", MLOS_COLLECTIVE_TIMEOUT_MS=1500)

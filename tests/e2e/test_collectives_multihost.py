@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from conftest import build_dir
-from test_collectives import DTYPES, ERR_IO, ERR_PEER_LOST, ERR_TIMEOUT, expected, lines, typed_expected
+from test_collectives import DTYPES, ERR_INVALID_ARGUMENT, ERR_IO, ERR_PEER_LOST, ERR_TIMEOUT, expected, lines, typed_expected
 
 MAX_HOSTS = 4
 LOOP_TIMEOUT_MS = 3000  # MLOS_COLLECTIVE_TIMEOUT_MS of the failure tests
@@ -381,3 +381,15 @@ def test_a_redis_that_never_answers_is_a_timeout_not_a_hang(net, ranks):
             pytest.fail(f"rank still blocked {timeout_ms + MARGIN_MS + 1000} ms into a {timeout_ms} ms timeout")
     assert p.returncode == 3, out
     assert lines(out)[-1]["code"] == ERR_TIMEOUT, out
+
+
+def test_a_rank_number_given_twice_is_refused_by_name(net, ranks):
+    """Two hosts both told they are rank 1 of 2: Redis refuses to overwrite
+    the first one's key, so the second gets INVALID_ARGUMENT saying the rank
+    is taken, at once, instead of a confused rendezvous."""
+    first = ranks(net.hosts[0], 1, 2, "check", MLOS_COLLECTIVE_TIMEOUT_MS=2000)
+    time.sleep(0.3)
+    second = ranks(net.hosts[1], 1, 2, "check", MLOS_COLLECTIVE_TIMEOUT_MS=2000)
+    errors = [lines(p.communicate(timeout=30)[0])[-1] for p in (first, second)]
+    assert errors[1]["code"] == ERR_INVALID_ARGUMENT and "already taken" in errors[1]["message"], errors
+    assert errors[0]["code"] == ERR_TIMEOUT, errors  # rank 0 never came
