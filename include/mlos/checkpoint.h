@@ -165,6 +165,17 @@ MLOS_API int mlos_checkpoint_load_latest(const char* dir, const char* prefix, vo
 /* Frees a payload from mlos_checkpoint_load_latest. NULL is ignored. */
 MLOS_API void mlos_checkpoint_free_data(void* data);
 
+/* Replaces the file `path` with exactly `size` bytes, by the writer's
+ * protocol (temporary file in the same directory, fdatasync, rename,
+ * directory fsync) but without the footer: for files that other programs
+ * read as they are, e.g. what torch.save produces. After a crash at any
+ * moment `path` is the old file or the new one, never torn; a process
+ * killed mid-write may leave "<path>.mlos-tmp.<pid>.<n>" behind. data may be
+ * NULL when size is 0. Errors: INVALID_ARGUMENT (path NULL or ending in
+ * '/', data NULL with size > 0), NOT_FOUND (the directory does not exist),
+ * IO (the message has the errno; `path` is untouched). */
+MLOS_API int mlos_checkpoint_write_file(const char* path, const void* data, size_t size);
+
 /* Verifies one checkpoint file: footer (magic, version, footer checksum),
  * length and payload checksum. On success *sequence and *size (each may be
  * NULL) are its sequence and payload length. Errors: INVALID_ARGUMENT (path

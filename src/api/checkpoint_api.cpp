@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_names.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/durable_checkpoint_file.h"
 #include "mlos/checkpoint.h"
 #include "os/process_self.h"
 
@@ -198,6 +199,14 @@ int mlos_checkpoint_verify_file(const char* path, uint64_t* sequence, size_t* si
     if (sequence != nullptr) *sequence = footer->sequence;
     if (size != nullptr) *size = static_cast<size_t>(footer->payload_length);
     return static_cast<int>(MLOS_OK);
+  });
+}
+
+int mlos_checkpoint_write_file(const char* path, const void* data, size_t size) {
+  return guarded([&] {
+    if (path == nullptr || *path == '\0') return invalid_argument("path must not be NULL or empty");
+    if (data == nullptr && size > 0) return invalid_argument("data is NULL with size > 0");
+    return mlos::to_code(mlos::checkpoint::write_file_durably(path, data, size));
   });
 }
 

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <functional>
 
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_format.h"
@@ -39,10 +41,8 @@ int write_all(int fd, const void* data, size_t size) {
 
 }  // namespace
 
-Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_view prefix, uint64_t sequence,
-                             const void* data, size_t size) {
-  const std::string tmp = path_in(dir, temp_name(prefix, sequence));
-  const std::string final_path = path_in(dir, final_name(prefix, sequence));
+static Status commit_file_durably(const std::string& dir, int dir_fd, const std::string& tmp, const std::string& final_path,
+                                  const std::function<Status(int fd)>& fill) {
   os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd.valid()) return io_error(errno, "cannot create " + tmp);
   auto discard = [&](int err, const std::string& what) {
@@ -50,20 +50,10 @@ Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_vie
     ::unlink(tmp.c_str());
     return io_error(err, what);
   };
-  PayloadHasher hasher;
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (size_t off = 0; off < size; off += kWriteChunk) {
-    const size_t n = std::min(kWriteChunk, size - off);
-    hasher.update(bytes + off, n);
-    if (int err = write_all(fd.get(), bytes + off, n)) return discard(err, "cannot write " + tmp);
-  }
-  Footer footer;
-  footer.payload_length = size;
-  footer.sequence = sequence;
-  footer.payload_hash = hasher.digest();
-  const FooterBytes footer_bytes = encode_footer(footer);
-  if (int err = write_all(fd.get(), footer_bytes.data(), footer_bytes.size())) {
-    return discard(err, "cannot write the footer of " + tmp);
+  if (Status filled = fill(fd.get()); !filled) {
+    fd.reset();
+    ::unlink(tmp.c_str());
+    return filled;
   }
   // fdatasync covers the data and the size: all a new file needs. Once only.
   if (::fdatasync(fd.get()) != 0) return discard(errno, "fdatasync of " + tmp + " failed; not retried");
@@ -80,6 +70,55 @@ Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_vie
     return io_error(err, "fsync of directory " + dir + " after renaming " + final_path + " failed; not retried");
   }
   return Status::Ok();
+}
+
+Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_view prefix, uint64_t sequence,
+                             const void* data, size_t size) {
+  const std::string tmp = path_in(dir, temp_name(prefix, sequence));
+  return commit_file_durably(dir, dir_fd, tmp, path_in(dir, final_name(prefix, sequence)), [&](int fd) -> Status {
+    PayloadHasher hasher;
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t off = 0; off < size; off += kWriteChunk) {
+      const size_t n = std::min(kWriteChunk, size - off);
+      hasher.update(bytes + off, n);
+      if (int err = write_all(fd, bytes + off, n)) return io_error(err, "cannot write " + tmp);
+    }
+    Footer footer;
+    footer.payload_length = size;
+    footer.sequence = sequence;
+    footer.payload_hash = hasher.digest();
+    const FooterBytes footer_bytes = encode_footer(footer);
+    if (int err = write_all(fd, footer_bytes.data(), footer_bytes.size())) {
+      return io_error(err, "cannot write the footer of " + tmp);
+    }
+    return Status::Ok();
+  });
+}
+
+Status write_file_durably(const std::string& path, const void* data, size_t size) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (slash != std::string::npos && slash + 1 == path.size()) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " names a directory, not a file");
+  }
+  os::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid()) {
+    const int err = errno;
+    return make_sys_error(err, "cannot open the directory " + dir,
+                          err == ENOENT || err == ENOTDIR ? MLOS_ERR_NOT_FOUND : MLOS_ERR_IO);
+  }
+  static std::atomic<uint64_t> attempt{0};
+  const std::string tmp =
+      path + ".mlos-tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt.fetch_add(1));
+  return commit_file_durably(dir, dir_fd.get(), tmp, path, [&](int fd) -> Status {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t off = 0; off < size; off += kWriteChunk) {
+      if (int err = write_all(fd, bytes + off, std::min(kWriteChunk, size - off))) {
+        return io_error(err, "cannot write " + tmp);
+      }
+    }
+    return Status::Ok();
+  });
 }
 
 }  // namespace mlos::checkpoint

@@ -27,4 +27,11 @@ namespace mlos::checkpoint {
 Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_view prefix, uint64_t sequence,
                              const void* data, size_t size);
 
+// The same protocol for a file other programs read as it is (no footer):
+// replaces `path` with exactly `size` bytes. The temporary is
+// "<path>.mlos-tmp.<pid>.<n>"; a process killed mid-write may leave one
+// behind, never a torn `path`. Errors: NOT_FOUND (no such directory),
+// INVALID_ARGUMENT (path ends in '/'), IO (with the errno).
+Status write_file_durably(const std::string& path, const void* data, size_t size);
+
 }  // namespace mlos::checkpoint

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -264,3 +266,67 @@ TEST_F(CheckpointFaultTest, ReleasingTheJobWaitsForAnAsyncSaveStagedInItsBuffer)
 }
 
 }  // namespace
+
+// mlos_checkpoint_write_file: the same protocol for a plain file (what
+// torch.save writes). Every injected failure leaves the old file whole and
+// no temporary; success replaces it with exactly the new bytes.
+class PlainFileFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(mlos_checkpoint_write_file(path_.c_str(), old_.data(), old_.size()), MLOS_OK)
+        << mlos_last_error_message();
+    faults::watch(temp_.path());
+  }
+  void TearDown() override { faults::reset(); }
+
+  std::vector<unsigned char> contents() const {
+    std::ifstream in(path_, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  size_t entries() const {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(temp_.path())) ++n;
+    return n;
+  }
+
+  mlos_test::TempDir temp_{"mlos-plain-fault"};
+  const std::string path_ = temp_.path() + "/model.pt";
+  const std::vector<unsigned char> old_ = payload(50000, 3);
+  const std::vector<unsigned char> new_ = payload(2500000, 4);  // several write chunks
+};
+
+TEST_F(PlainFileFaultTest, ReplacesTheFileWithExactlyTheNewBytes) {
+  ASSERT_EQ(mlos_checkpoint_write_file(path_.c_str(), new_.data(), new_.size()), MLOS_OK);
+  EXPECT_EQ(contents(), new_);  // no footer
+  EXPECT_EQ(entries(), 1u);
+  int fdatasyncs = 0, dir_fsyncs = 0;
+  for (const auto& c : faults::calls()) {
+    fdatasyncs += c.op == Op::kFdatasync;
+    dir_fsyncs += c.op == Op::kFsync && c.path == temp_.path();
+  }
+  EXPECT_EQ(fdatasyncs, 1);
+  EXPECT_EQ(dir_fsyncs, 1);
+}
+
+TEST_F(PlainFileFaultTest, EveryFailureLeavesTheOldFileWhole) {
+  const std::vector<std::pair<Op, Target>> cases = {{Op::kWrite, Target::kFileInDir},
+                                                    {Op::kFdatasync, Target::kFileInDir},
+                                                    {Op::kRename, Target::kFileInDir}};
+  for (const auto& [op, target] : cases) {
+    faults::fail_nth(op, target, 1, EIO);
+    EXPECT_EQ(mlos_checkpoint_write_file(path_.c_str(), new_.data(), new_.size()), MLOS_ERR_IO);
+    EXPECT_TRUE(faults::fired());
+    EXPECT_EQ(contents(), old_);
+    EXPECT_EQ(entries(), 1u) << "a temporary was left behind";
+    faults::watch(temp_.path());
+  }
+}
+
+TEST_F(PlainFileFaultTest, BadArgumentsAndAMissingDirectoryAreRefused) {
+  EXPECT_EQ(mlos_checkpoint_write_file(nullptr, new_.data(), 1), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_checkpoint_write_file(path_.c_str(), nullptr, 1), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_checkpoint_write_file((temp_.path() + "/").c_str(), new_.data(), 1), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_checkpoint_write_file((temp_.path() + "/no/such/x.pt").c_str(), new_.data(), 1),
+            MLOS_ERR_NOT_FOUND);
+  EXPECT_EQ(contents(), old_);
+}
