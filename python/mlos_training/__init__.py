@@ -13,6 +13,8 @@ Every function calls libmlos's C API (shipped inside this package); a
 negative result code becomes MLOSError carrying the code and the library's
 own message. See docs/python.md.
 """
+import atexit
+
 from . import _core
 from .errors import CODES, MLOSError, check
 
@@ -26,6 +28,11 @@ PHASE_OPTIMIZER = 4
 PHASE_CHECKPOINT = 5
 PHASE_NAMES = tuple(_core.phase_name(p) for p in range(_core.PHASE_COUNT))
 
+# Memory-pressure levels (mlos_memory_pressure_level_t).
+MEMORY_NORMAL = 0
+MEMORY_MODERATE = 1
+MEMORY_CRITICAL = 2
+
 # Reduction operators of barrier/all-reduce (mlos_reduce_op_t).
 SUM = 0
 PROD = 1
@@ -38,10 +45,12 @@ class Resources:
     """An allocation (mlos_training_resources_t). Release it with
     release_resources(); it is also usable as a context manager."""
 
-    __slots__ = ("_handle", "__weakref__")
+    __slots__ = ("_handle", "_callbacks", "__weakref__")
 
     def __init__(self, handle):
         self._handle = handle
+        self._callbacks = []
+        _live.add(self)
 
     @property
     def handle(self):
@@ -67,6 +76,34 @@ class Resources:
         check(rc)
         return prof
 
+    def placement(self):
+        """CPUs granted, NUMA node(s), exclusivity, recommended threads,
+        memory, current phase, degraded effects, claim id, bound threads."""
+        rc, placement = _core.placement(self._handle)
+        check(rc)
+        return placement
+
+    def register_memory_callback(self, fn):
+        """Calls fn(level, info) on each memory-pressure level change (and
+        at once if the level is not NORMAL now), on the library's watcher
+        thread. level: MEMORY_NORMAL, MEMORY_MODERATE, MEMORY_CRITICAL;
+        info: a dict of the figures (available_bytes, budget_bytes,
+        psi_some_avg10, psi_full_avg10, source, detected_ns, sequence). See
+        docs/memory-pressure.md."""
+        check(_core.register_memory_callback(self._handle, fn))
+        self._callbacks.append(fn)
+
+    def unregister_memory_callback(self, fn):
+        """After this returns, fn is not running and will not be called."""
+        check(_core.unregister_memory_callback(self._handle, fn))
+        self._callbacks.remove(fn)
+
+    def memory_pressure(self):
+        """The current level and figures, as the callbacks get them."""
+        rc, info = _core.memory_pressure(self._handle)
+        check(rc)
+        return info
+
     def __enter__(self):
         return self
 
@@ -76,6 +113,20 @@ class Resources:
 
     def __repr__(self):
         return f"<mlos_training.Resources handle={self._handle:#x}>" if self._handle else "<Resources released>"
+
+
+# Allocations not yet released (kept alive until then): their memory
+# callbacks are unregistered at interpreter exit, so the watcher thread
+# never calls into a finalising interpreter.
+_live = set()
+
+
+@atexit.register
+def _unregister_callbacks_at_exit():
+    for res in list(_live):
+        for fn in list(res._callbacks):
+            _core.unregister_memory_callback(res.handle, fn)
+        res._callbacks.clear()
 
 
 def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_cpus=True, priority=0):
@@ -93,7 +144,11 @@ def release_resources(res):
     group closed. Releasing twice raises MLOSError(INVALID_HANDLE)."""
     if not res.handle:
         raise MLOSError(CODES["INVALID_HANDLE"], "resources already released")
+    for fn in list(res._callbacks):  # our references to them go only once they cannot run
+        _core.unregister_memory_callback(res.handle, fn)
+    res._callbacks.clear()
     handle, res._handle = res._handle, 0
+    _live.discard(res)
     check(_core.release_resources(handle))
 
 
@@ -112,5 +167,16 @@ def set_phase(res, phase):
 __all__ = [
     "MLOSError", "Resources", "request_resources", "release_resources", "bind_current_thread", "set_phase",
     "PHASE_IDLE", "PHASE_DATA_LOADING", "PHASE_FORWARD", "PHASE_BACKWARD", "PHASE_OPTIMIZER", "PHASE_CHECKPOINT",
-    "PHASE_NAMES", "SUM", "PROD", "MIN", "MAX", "AVG",
+    "PHASE_NAMES", "SUM", "PROD", "MIN", "MAX", "AVG", "MEMORY_NORMAL", "MEMORY_MODERATE", "MEMORY_CRITICAL",
+    "MLOSTrainingContext", "write_file_atomic",
 ]
+
+
+def write_file_atomic(path, data):
+    """Replaces the file `path` with the bytes of `data` (any buffer) so
+    that a crash leaves the old file or the new one, never a torn one
+    (temporary, fdatasync, rename, directory fsync)."""
+    check(_core.write_file(str(path), data))
+
+
+from .context import MLOSTrainingContext  # noqa: E402  (needs the names above)

@@ -18,12 +18,14 @@
 #include <tuple>
 #include <vector>
 
+#include <mlos/checkpoint.h>
 #include <mlos/collectives.h>
 #include <mlos/errors.h>
 #include <mlos/training.h>
 #include <mlos/version.h>
 
 #include "caller_store.h"
+#include "memory_callbacks.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -89,6 +91,39 @@ int set_store(uintptr_t h, nb::object store) {
   return rc;
 }
 
+std::pair<int, nb::dict> placement(uintptr_t h) {
+  mlos_training_placement_t p{};
+  p.struct_size = sizeof p;
+  const int rc = mlos_training_get_placement(handle(h), &p);
+  nb::dict d;
+  if (rc != MLOS_OK) return {rc, d};
+  d["num_cpus"] = p.num_cpus;
+  d["numa_node"] = p.numa_node;
+  d["num_numa_nodes"] = p.num_numa_nodes;
+  d["exclusive"] = p.exclusive;
+  d["recommended_threads"] = p.recommended_threads;
+  d["memory_bytes"] = p.memory_bytes;
+  d["phase"] = static_cast<int>(p.phase);
+  d["degraded_effects"] = p.degraded_effects;
+  d["claim_id"] = p.claim_id;
+  d["bound_threads"] = p.bound_threads;
+  return {rc, d};
+}
+
+// Any object with the buffer protocol (bytes, memoryview of a BytesIO...),
+// written without a copy and with the GIL released.
+int write_file(const std::string& path, nb::handle data) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+  int rc;
+  {
+    nb::gil_scoped_release unlocked;
+    rc = mlos_checkpoint_write_file(path.c_str(), view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return rc;
+}
+
 int set_options(uintptr_t h, int64_t timeout_ms, const std::string& group) {
   mlos_collective_options_t o{};
   o.struct_size = sizeof o;
@@ -132,6 +167,11 @@ NB_MODULE(_core, m) {
     return mlos_training_allreduce_typed(handle(h), reinterpret_cast<void*>(data), count,
                                          static_cast<mlos_dtype_t>(dtype), static_cast<mlos_reduce_op_t>(op));
   });
+  m.def("placement", &placement);
+  m.def("write_file", &write_file, "path"_a, "data"_a);
+  m.def("register_memory_callback", &mlos_python::register_memory_callback);
+  m.def("unregister_memory_callback", &mlos_python::unregister_memory_callback);
+  m.def("memory_pressure", &mlos_python::memory_pressure);
   m.def("set_collective_store", &set_store);
   m.def("set_collective_options", &set_options, "handle"_a, "timeout_ms"_a, "group"_a);
 

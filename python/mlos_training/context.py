@@ -1,0 +1,126 @@
+"""MLOSTrainingContext: one allocation for a training process, bound to its
+threads, with the thread pools sized to it, released on exit.
+
+    with mlos_training.MLOSTrainingContext(num_cpus=8, memory_gb=16) as ctx:
+        ctx.set_phase(mlos_training.PHASE_FORWARD)
+
+With torch imported: torch's intra-op pool is sized to the allocation
+(its physical cores), and `model=`/`optimizer=` mark FORWARD, BACKWARD and
+OPTIMIZER by themselves (see mlos_training.pytorch). With world_size > 1 a
+MLOSProcessGroup is created on the allocation (ctx.process_group).
+"""
+import os
+import sys
+import threading
+
+from . import (PHASE_IDLE, bind_current_thread, release_resources, request_resources, set_phase)
+
+_GIB = 1 << 30
+_stack = threading.local()
+
+
+def current():
+    """The innermost active context of this thread, else of any thread
+    (DataLoader and checkpoint helpers find it this way); None if none."""
+    stack = getattr(_stack, "contexts", None)
+    if stack:
+        return stack[-1]
+    return _Active.latest
+
+
+class _Active:
+    latest = None  # the context most recently entered in any thread
+
+
+class MLOSTrainingContext:
+    """Allocates on __enter__ (or start()), releases on __exit__ (or
+    close()), also when the body raises.
+
+    num_cpus, memory_gb, numa_preference, exclusive_cpus, priority: the
+    request (memory_bytes= instead of memory_gb is accepted too). rank,
+    world_size: >1 creates ctx.process_group. bind: pin the entering thread.
+    model, optimizer: automatic phase marking (torch). size_threads: give
+    torch set_num_threads(recommended_threads) while the context is active.
+    """
+
+    def __init__(self, num_cpus=1, memory_gb=0, *, memory_bytes=None, numa_preference=-1, exclusive_cpus=True,
+                 priority=0, rank=None, world_size=None, model=None, optimizer=None, bind=True, size_threads=True,
+                 group_timeout=None):
+        self.request = dict(num_cpus=num_cpus, numa_preference=numa_preference, exclusive_cpus=exclusive_cpus,
+                            priority=priority,
+                            memory_bytes=int(memory_bytes if memory_bytes is not None else memory_gb * _GIB))
+        self.rank, self.world_size = rank, world_size
+        self.model, self.optimizer = model, optimizer
+        self.bind, self.size_threads = bind, size_threads
+        self.group_timeout = group_timeout
+        self.resources = None
+        self.process_group = None
+        self.phase = PHASE_IDLE
+        self.allowed_cpus_before = None  # the process's CPUs before binding (DataLoader workers)
+        self._undo = []  # callables that put back what start() changed, run in reverse
+
+    # -- lifetime ---------------------------------------------------------
+    def start(self):
+        self.allowed_cpus_before = sorted(os.sched_getaffinity(0))
+        self.resources = request_resources(**self.request)
+        try:
+            if self.bind:
+                bind_current_thread(self.resources)
+            torch = sys.modules.get("torch")
+            if torch is not None and self.size_threads:
+                before = torch.get_num_threads()
+                torch.set_num_threads(self.resources.recommended_threads)
+                self._undo.append(lambda: torch.set_num_threads(before))
+            if self.model is not None or self.optimizer is not None:
+                from .pytorch.phases import attach_phase_hooks
+                handles = attach_phase_hooks(self, model=self.model, optimizer=self.optimizer)
+                self._undo.append(lambda: [h.remove() for h in handles])
+            if self.world_size is not None and int(self.world_size) > 1:
+                from .distributed import MLOSProcessGroup
+                self.process_group = MLOSProcessGroup(self.rank, self.world_size, resources=self.resources,
+                                                      timeout=self.group_timeout)
+                self._undo.append(self.process_group.close)
+        except BaseException:
+            self.close()
+            raise
+        stack = getattr(_stack, "contexts", None)
+        if stack is None:
+            stack = _stack.contexts = []
+        stack.append(self)
+        _Active.latest = self
+        return self
+
+    def close(self):
+        while self._undo:
+            self._undo.pop()()
+        stack = getattr(_stack, "contexts", [])
+        if self in stack:
+            stack.remove(self)
+        if _Active.latest is self:
+            _Active.latest = stack[-1] if stack else None
+        res, self.resources = self.resources, None
+        if res is not None and res.handle:
+            release_resources(res)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- use --------------------------------------------------------------
+    def set_phase(self, phase):
+        """Enters `phase` for this allocation's bound threads."""
+        set_phase(self.resources, phase)
+        self.phase = phase
+
+    @property
+    def cpus(self):
+        return self.resources.cpus
+
+    def phase_profile(self):
+        return self.resources.phase_profile()
+
+    def __repr__(self):
+        state = f"cpus={self.resources.cpus}" if self.resources else "not started"
+        return f"<MLOSTrainingContext {state} phase={self.phase}>"

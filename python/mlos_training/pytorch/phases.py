@@ -1,0 +1,49 @@
+"""Automatic phase marking through torch's own hooks: no set_phase calls in
+the training loop.
+
+  FORWARD    a forward pre-hook on the model (the top-level module only:
+             one call per forward, not one per layer)
+  BACKWARD   a hook on the forward's output tensor, which autograd calls
+             when the gradient reaches it, i.e. when backward starts
+  OPTIMIZER  an optimizer step pre-hook
+DATA_LOADING is marked by MLOSDataLoader, CHECKPOINT by mlos_checkpoint.
+Each hook is one set_phase call (about a microsecond from Python; no
+system call when the phase's OS settings do not change)."""
+from .. import PHASE_BACKWARD, PHASE_FORWARD, PHASE_OPTIMIZER
+
+
+def _first_grad_tensor(out):
+    """The first tensor that requires grad in a forward's output (tensors,
+    or lists, tuples, dicts of them); None if there is none."""
+    import torch
+    if isinstance(out, torch.Tensor):
+        return out if out.requires_grad else None
+    items = out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else ()
+    for item in items:
+        t = _first_grad_tensor(item)
+        if t is not None:
+            return t
+    return None
+
+
+def attach_phase_hooks(ctx, model=None, optimizer=None):
+    """Registers the hooks; returns their handles (each has .remove())."""
+    handles = []
+    if model is not None:
+        def on_backward(grad):
+            ctx.set_phase(PHASE_BACKWARD)
+            return None  # the gradient is left as it is
+
+        def before_forward(module, args):
+            ctx.set_phase(PHASE_FORWARD)
+
+        def after_forward(module, args, out):
+            t = _first_grad_tensor(out)
+            if t is not None:
+                t.register_hook(on_backward)
+
+        handles.append(model.register_forward_pre_hook(before_forward))
+        handles.append(model.register_forward_hook(after_forward))
+    if optimizer is not None:
+        handles.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: ctx.set_phase(PHASE_OPTIMIZER)))
+    return handles
