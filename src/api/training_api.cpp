@@ -11,6 +11,7 @@
 #include "api/engine_select.h"
 #include "api/handle_registry.h"
 #include "api/last_error.h"
+#include "api/profile_at_release.h"
 #include "core/phase_policy.h"
 #include "engine/job.h"
 #include "mlos/training.h"
@@ -99,6 +100,7 @@ int mlos_training_release_resources(mlos_training_resources_t* resources) {
     if (!job) return invalid_handle();
     // A forked child's copy of its parent's handle is only forgotten.
     if (job->creator_pid() != mlos::os::self_pid()) return static_cast<int>(MLOS_OK);
+    mlos::api::report_profile_if_asked(*job, resources);
     mlos::CollectiveGroups::instance().drop(resources);
     return mlos::to_code(job->release());
   });

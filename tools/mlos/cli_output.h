@@ -2,6 +2,8 @@
 // size parsing. See docs/cli.md.
 #pragma once
 
+#include "core/human_bytes.h"
+
 #include <cstdint>
 #include <string>
 
@@ -32,6 +34,6 @@ void report_error(const std::string& command, const Error& e, bool json, bool js
 // "4096", "512K", "64M", "2G", "1T" (powers of 1024; optional "iB"/"B").
 Result<uint64_t> parse_size(const std::string& text);
 
-std::string human_bytes(uint64_t bytes);
+using ::mlos::human_bytes;
 
 }  // namespace mlos::cli

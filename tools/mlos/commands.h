@@ -28,6 +28,8 @@ struct RunOptions {
   bool strict_mem = false;
   bool single_node = false;
   bool no_thread_env = false;
+  bool no_python_hooks = false;  // do not set MLOS_PYTHON_HOOKS=1
+  bool profile = false;          // MLOS_PROFILE=stderr: the phase profile at exit
   bool dry_run = false;
   bool json = false;
   bool verbose = false;

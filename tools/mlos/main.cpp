@@ -71,6 +71,11 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--single-node", run.single_node, "Fail rather than span several NUMA nodes");
   run_cmd->add_flag("--no-thread-env", run.no_thread_env,
                     "Do not set OMP_NUM_THREADS, MKL_NUM_THREADS and the like");
+  run_cmd->add_flag("--no-python-hooks", run.no_python_hooks,
+                    "Do not set MLOS_PYTHON_HOOKS=1 (the mlos_training package's zero-code-change hooks)");
+  run_cmd->add_flag("--profile", run.profile,
+                    "Print the phase profile (seconds and share per phase) on stderr when CMD releases its "
+                    "allocation or exits (sets MLOS_PROFILE=stderr)");
   run_cmd->add_option("--label", run.label, "Name shown by `mlos status` (default: CMD)");
   run_cmd->add_flag("--dry-run", run.dry_run, "Print the placement and exit without claiming or running");
   run_cmd->add_flag("--json", run.json, "Print the placement as JSON (stdout for --dry-run, else stderr)");

@@ -143,6 +143,11 @@ int run_run(const RunOptions& o) {
   setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
   setenv("MLOS_NUMA_NODE", std::to_string(p.primary_node).c_str(), 1);
   setenv("MLOS_RECOMMENDED_THREADS", threads.c_str(), 1);
+  // Read by the mlos_training package at interpreter start-up (its .pth
+  // hook): a Python CMD gets the allocation, sized thread pools and
+  // automatic phases without changing a line. Inert for anything else.
+  if (!o.no_python_hooks) setenv("MLOS_PYTHON_HOOKS", "1", 1);
+  if (o.profile) setenv("MLOS_PROFILE", "stderr", 1);
   if (o.verbose || o.json) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);

@@ -1,0 +1,120 @@
+"""Zero-code-change mode: `mlos run --cpus N -- python train.py`.
+
+Installed at interpreter start-up when MLOS_PYTHON_HOOKS=1 (see
+mlos_training_autostart.py). Nothing happens until the script imports
+torch; right after torch's import:
+  - an MLOSTrainingContext on the CPUs `mlos run` granted (MLOS_CPUS; a
+    shared request inside mlos run's own claim) binds the main thread and
+    sizes torch's intra-op pool to the allocation's physical cores;
+  - global hooks mark phases for every model and optimizer: FORWARD when an
+    outermost module's forward starts, BACKWARD when backward reaches its
+    output, OPTIMIZER at each optimizer step, DATA_LOADING at each
+    DataLoader fetch;
+  - at exit the context is released, which prints the phase profile when
+    MLOS_PROFILE is set (`mlos run --profile`).
+DataLoader workers are forked from the bound main thread and inherit its
+CPUs. Disable with `mlos run --no-python-hooks`.
+"""
+import atexit
+import importlib.machinery
+import os
+import sys
+import threading
+
+from . import PHASE_BACKWARD, PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER
+from .context import MLOSTrainingContext
+
+_state = threading.local()  # .outer: the module whose forward is outermost now
+context = None  # the process's context once torch is imported
+
+
+def _cpu_count():
+    spec = os.environ.get("MLOS_CPUS", "")
+    n = 0
+    for part in filter(None, spec.split(",")):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n or len(os.sched_getaffinity(0))
+
+
+def _first_grad_tensor(out):
+    from .pytorch.phases import _first_grad_tensor as find
+    return find(out)
+
+
+def _mark(phase):
+    if context is not None and context.resources is not None:
+        context.set_phase(phase)
+
+
+def _install_hooks(torch):
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    def on_backward(grad):
+        _mark(PHASE_BACKWARD)
+
+    def before_forward(module, args):
+        if getattr(_state, "outer", None) is None:
+            _state.outer = module
+            _mark(PHASE_FORWARD)
+
+    def after_forward(module, args, out):
+        if getattr(_state, "outer", None) is module:
+            _state.outer = None
+            t = _first_grad_tensor(out)
+            if t is not None:
+                t.register_hook(on_backward)
+
+    def before_step(optimizer, args, kwargs):
+        _state.outer = None  # a forward that raised leaves no stale outermost module
+        _mark(PHASE_OPTIMIZER)
+
+    original_next = _BaseDataLoaderIter.__next__
+
+    def next_batch(self):
+        _state.outer = None
+        _mark(PHASE_DATA_LOADING)
+        return original_next(self)
+
+    register_module_forward_pre_hook(before_forward)
+    register_module_forward_hook(after_forward)
+    register_optimizer_step_pre_hook(before_step)
+    _BaseDataLoaderIter.__next__ = next_batch
+
+
+def _on_torch_imported(torch):
+    global context
+    context = MLOSTrainingContext(num_cpus=_cpu_count(), exclusive_cpus=False)
+    context.start()
+    atexit.register(context.close)
+    _install_hooks(torch)
+
+
+class _TorchWatcher:
+    """A meta-path finder that lets torch's import run as usual and calls
+    _on_torch_imported once it has."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_hook(module):
+            exec_module(module)
+            _on_torch_imported(module)
+
+        spec.loader.exec_module = exec_then_hook
+        return spec
+
+
+def install():
+    if "torch" in sys.modules:
+        _on_torch_imported(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchWatcher())
