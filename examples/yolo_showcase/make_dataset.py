@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Generate a small synthetic object-detection dataset in YOLO format.
+
+Nothing is downloaded: every image is drawn here with numpy + OpenCV.
+
+Each image is a smooth random colour gradient plus Gaussian noise, with 1..N
+filled shapes drawn on it. Three classes:
+
+    0 rectangle   1 ellipse   2 triangle
+
+Layout written under ROOT (all paths in data.yaml are absolute, so Ultralytics
+never resolves them against its own datasets_dir):
+
+    ROOT/images/{train,val}/000000.jpg
+    ROOT/labels/{train,val}/000000.txt   # "cls cx cy w h", normalised to [0, 1]
+    ROOT/data.yaml
+
+The output is a pure function of (seed, images, imgsz, val_fraction, max_objects):
+the same arguments give byte-identical labels and identical pixel arrays.
+
+Usage:
+    python make_dataset.py --root /tmp/shapes --images 200 --imgsz 320 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+CLASS_NAMES = ("rectangle", "ellipse", "triangle")
+
+
+def _background(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Smooth colour gradient (upsampled 4x4 random grid) + Gaussian noise, uint8 HxWx3."""
+    grid = rng.uniform(40, 215, size=(4, 4, 3)).astype(np.float32)
+    bg = cv2.resize(grid, (size, size), interpolation=cv2.INTER_CUBIC)
+    bg += rng.normal(0.0, 12.0, size=bg.shape).astype(np.float32)
+    return np.clip(bg, 0, 255).astype(np.uint8)
+
+
+def _draw_object(rng: np.random.Generator, img: np.ndarray, cls: int) -> tuple[float, float, float, float]:
+    """Draw one shape of class `cls`; return its tight box (x0, y0, x1, y1) in pixels."""
+    size = img.shape[0]
+    smin, smax = max(6, size // 10), max(10, size // 3)
+    w, h = (int(v) for v in rng.integers(smin, smax + 1, size=2))
+    x0 = int(rng.integers(0, size - w))
+    y0 = int(rng.integers(0, size - h))
+    color = tuple(int(c) for c in rng.integers(0, 256, size=3))
+    if cls == 0:  # rectangle
+        cv2.rectangle(img, (x0, y0), (x0 + w - 1, y0 + h - 1), color, thickness=-1)
+        box = (x0, y0, x0 + w, y0 + h)
+    elif cls == 1:  # ellipse (axis aligned, fills its box)
+        cv2.ellipse(img, (x0 + w // 2, y0 + h // 2), (max(1, w // 2), max(1, h // 2)), 0, 0, 360, color, -1)
+        box = (x0, y0, x0 + w, y0 + h)
+    else:  # triangle: apex somewhere on the top edge, base on the bottom edge
+        apex = x0 + int(rng.integers(0, w))
+        pts = np.array([[apex, y0], [x0, y0 + h - 1], [x0 + w - 1, y0 + h - 1]], dtype=np.int32)
+        cv2.fillPoly(img, [pts], color)
+        box = (x0, y0, x0 + w, y0 + h)
+    return tuple(float(v) for v in box)
+
+
+def make_dataset(
+    root: str | Path,
+    images: int = 200,
+    imgsz: int = 320,
+    seed: int = 0,
+    val_fraction: float = 0.2,
+    max_objects: int = 4,
+) -> Path:
+    """Write the dataset under `root` and return the absolute path of its data.yaml.
+
+    If `root` already holds a dataset made with the same arguments (see meta.json),
+    it is reused as is.
+    """
+    root = Path(root).expanduser().resolve()
+    meta = {
+        "images": images,
+        "imgsz": imgsz,
+        "seed": seed,
+        "val_fraction": val_fraction,
+        "max_objects": max_objects,
+        "classes": list(CLASS_NAMES),
+    }
+    yaml_path = root / "data.yaml"
+    meta_path = root / "meta.json"
+    if yaml_path.exists() and meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+        return yaml_path
+
+    n_val = max(1, int(round(images * val_fraction)))
+    n_train = max(1, images - n_val)
+    rng = np.random.default_rng(seed)
+    for split, count in (("train", n_train), ("val", n_val)):
+        img_dir, lbl_dir = root / "images" / split, root / "labels" / split
+        img_dir.mkdir(parents=True, exist_ok=True)
+        lbl_dir.mkdir(parents=True, exist_ok=True)
+        for old in list(img_dir.glob("*.jpg")) + list(lbl_dir.glob("*.txt")) + list(lbl_dir.parent.glob("*.cache")):
+            old.unlink()
+        for i in range(count):
+            img = _background(rng, imgsz)
+            lines = []
+            for _ in range(int(rng.integers(1, max_objects + 1))):
+                cls = int(rng.integers(0, len(CLASS_NAMES)))
+                x0, y0, x1, y1 = _draw_object(rng, img, cls)
+                cx, cy = (x0 + x1) / 2 / imgsz, (y0 + y1) / 2 / imgsz
+                bw, bh = (x1 - x0) / imgsz, (y1 - y0) / imgsz
+                lines.append(f"{cls} {cx:.6f} {cy:.6f} {bw:.6f} {bh:.6f}")
+            # Later shapes may partly cover earlier ones; labels keep the full extent (as in real occlusion).
+            cv2.imwrite(str(img_dir / f"{i:06d}.jpg"), img, [cv2.IMWRITE_JPEG_QUALITY, 95])
+            (lbl_dir / f"{i:06d}.txt").write_text("\n".join(lines) + "\n")
+
+    # data.yaml with absolute paths (written by hand: no PyYAML needed here).
+    names = "\n".join(f"  {i}: {n}" for i, n in enumerate(CLASS_NAMES))
+    yaml_path.write_text(
+        f"# synthetic shapes dataset, generated by make_dataset.py (seed={seed})\n"
+        f"path: {root}\n"
+        f"train: {root / 'images' / 'train'}\n"
+        f"val: {root / 'images' / 'val'}\n"
+        f"nc: {len(CLASS_NAMES)}\n"
+        f"names:\n{names}\n"
+    )
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    return yaml_path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", required=True, help="output directory")
+    ap.add_argument("--images", type=int, default=200, help="total images (train + val)")
+    ap.add_argument("--imgsz", type=int, default=320, help="square image side in pixels")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--val-fraction", type=float, default=0.2)
+    ap.add_argument("--max-objects", type=int, default=4)
+    a = ap.parse_args()
+    if a.imgsz < 32 or a.images < 2 or not (0 < a.val_fraction < 1) or a.max_objects < 1:
+        ap.error("need imgsz >= 32, images >= 2, 0 < val-fraction < 1, max-objects >= 1")
+    print(make_dataset(a.root, a.images, a.imgsz, a.seed, a.val_fraction, a.max_objects))
+
+
+if __name__ == "__main__":
+    main()
