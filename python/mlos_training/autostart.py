@@ -21,25 +21,16 @@ import os
 import sys
 import threading
 
-from . import PHASE_BACKWARD, PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER
+from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER
 from .context import MLOSTrainingContext
+from .cpu_list import parse_cpu_list
 
 _state = threading.local()  # .outer: the module whose forward is outermost now
 context = None  # the process's context once torch is imported
 
 
 def _cpu_count():
-    spec = os.environ.get("MLOS_CPUS", "")
-    n = 0
-    for part in filter(None, spec.split(",")):
-        lo, _, hi = part.partition("-")
-        n += int(hi or lo) - int(lo) + 1
-    return n or len(os.sched_getaffinity(0))
-
-
-def _first_grad_tensor(out):
-    from .pytorch.phases import _first_grad_tensor as find
-    return find(out)
+    return len(parse_cpu_list(os.environ.get("MLOS_CPUS", ""))) or len(os.sched_getaffinity(0))
 
 
 def _mark(phase):
@@ -52,8 +43,7 @@ def _install_hooks(torch):
     from torch.optim.optimizer import register_optimizer_step_pre_hook
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-    def on_backward(grad):
-        _mark(PHASE_BACKWARD)
+    from .pytorch.phases import mark_backward_when_reached
 
     def before_forward(module, args):
         if getattr(_state, "outer", None) is None:
@@ -63,9 +53,7 @@ def _install_hooks(torch):
     def after_forward(module, args, out):
         if getattr(_state, "outer", None) is module:
             _state.outer = None
-            t = _first_grad_tensor(out)
-            if t is not None:
-                t.register_hook(on_backward)
+            mark_backward_when_reached(out, _mark)
 
     def before_step(optimizer, args, kwargs):
         _state.outer = None  # a forward that raised leaves no stale outermost module

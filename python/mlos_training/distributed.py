@@ -25,7 +25,7 @@ call again (the library then creates a new group) or exit.
 import datetime
 import os
 
-from . import AVG, MAX, MIN, PROD, SUM, _core, request_resources
+from . import AVG, MAX, MIN, PROD, SUM, _core, release_resources, request_resources
 from .errors import CODES, MLOSError, check
 
 # mlos_dtype_t values.
@@ -126,7 +126,6 @@ class MLOSProcessGroup:
         """Closes the group (and the allocation it requested itself)."""
         res, self.resources = getattr(self, "resources", None), None
         if res is not None and self._owns_resources and res.handle:
-            from . import release_resources
             release_resources(res)
 
     def __enter__(self):

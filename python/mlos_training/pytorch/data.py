@@ -7,20 +7,16 @@ import torch.utils.data
 
 from .. import PHASE_DATA_LOADING
 from ..context import current
+from ..cpu_list import parse_cpu_list
 
 
 def node_cpus(node):
     """CPUs of NUMA node `node` from sysfs; None where sysfs does not say."""
     try:
         with open(f"/sys/devices/system/node/node{node}/cpulist") as f:
-            text = f.read().strip()
+            return parse_cpu_list(f.read())
     except OSError:
         return None
-    cpus = set()
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 def worker_cpus(ctx):

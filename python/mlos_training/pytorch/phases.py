@@ -26,21 +26,24 @@ def _first_grad_tensor(out):
     return None
 
 
+def mark_backward_when_reached(out, mark):
+    """Calls mark(PHASE_BACKWARD) when backward reaches the forward output
+    `out` (a hook on its first tensor that requires grad; none under
+    no_grad). The gradient is left as it is."""
+    t = _first_grad_tensor(out)
+    if t is not None:
+        t.register_hook(lambda grad: mark(PHASE_BACKWARD))
+
+
 def attach_phase_hooks(ctx, model=None, optimizer=None):
     """Registers the hooks; returns their handles (each has .remove())."""
     handles = []
     if model is not None:
-        def on_backward(grad):
-            ctx.set_phase(PHASE_BACKWARD)
-            return None  # the gradient is left as it is
-
         def before_forward(module, args):
             ctx.set_phase(PHASE_FORWARD)
 
         def after_forward(module, args, out):
-            t = _first_grad_tensor(out)
-            if t is not None:
-                t.register_hook(on_backward)
+            mark_backward_when_reached(out, ctx.set_phase)
 
         handles.append(model.register_forward_pre_hook(before_forward))
         handles.append(model.register_forward_hook(after_forward))
