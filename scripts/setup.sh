@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev              # bench/
   util-linux                    # taskset, ionice (tests)
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
+  libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
   python3 python3-pip
 )
 
@@ -40,11 +41,14 @@ if ! python3 -c 'import pytest' 2>/dev/null; then
 fi
 
 # The Python package (python/: nanobind, scikit-build-core) and what its
-# tests run against (torch, numpy) live in a virtual environment of their
-# own, kept between runs: torch from PyPI is large. MLOS_VENV moves it.
+# tests run against (torch, numpy; Ultralytics and onnxruntime for the YOLO
+# showcase, versions pinned in examples/yolo_showcase/requirements.txt) live
+# in a virtual environment of their own, kept between runs: torch from PyPI
+# is large. One resolver run, so Ultralytics' torchvision matches torch.
+# MLOS_VENV moves it.
 venv="${MLOS_VENV:-/opt/mlos/venv}"
-python_packages=(torch numpy pytest nanobind scikit-build-core)
-if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core' 2>/dev/null; then
+python_packages=(torch numpy pytest nanobind scikit-build-core -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
+if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null; then
   echo "setup: creating $venv with ${python_packages[*]}"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"

@@ -14,10 +14,12 @@ rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
 
 # The Python package, installed the way users install it, and its tests
-# (bindings, MLOSProcessGroup next to torch.distributed and under torchrun).
+# (bindings, MLOSProcessGroup next to torch.distributed and under torchrun,
+# the torch and Ultralytics integrations, the zero-code mode), then the
+# reduced YOLOv8n showcase (1 epoch, 64 px, exports checked with onnxruntime).
 venv="${MLOS_VENV:-/opt/mlos/venv}"
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python examples/yolo_showcase
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).

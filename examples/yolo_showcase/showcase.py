@@ -4,14 +4,17 @@
 Fully offline. Steps:
   1. generate a synthetic detection dataset (make_dataset.py, YOLO txt labels, absolute paths);
   2. train YOLOv8n from its model YAML ('yolov8n.yaml', random init, no downloaded weights)
-     with Ultralytics on the CPU, timing every phase through Ultralytics callbacks;
+     with Ultralytics on the CPU, under mlOS: an MLOSTrainingContext on --cpus CPUs, and
+     mlos_training.integrations.ultralytics marking phases (mlOS's phase profile is the report's
+     phase table), sizing torch's threads, placing DataLoader workers and writing checkpoints atomically;
   3. export ONNX FP32 (Ultralytics exporter), convert it to FP16 (onnxruntime.transformers.float16)
      and quantize it to INT8 (onnxruntime.quantization.quantize_static, QDQ, calibrated on dataset images);
   4. run each ONNX file with onnxruntime on a validation image, check output shapes and that the FP16
      and INT8 outputs are close to FP32 within the tolerances below;
   5. print markdown tables (model sizes, time per epoch, phase profile) and write results.json.
 
-Exit status: 0 when every check passed and no network access was attempted, 1 otherwise.
+Exit status: 0 when every check passed, every checkpoint write went through mlOS's atomic writer and no
+network access was attempted; 1 otherwise.
 
 Full run (5 epochs, 320 px):   python showcase.py --out /tmp/yolo_showcase
 CI run (1 epoch, tiny images): python showcase.py --quick --out /tmp/yolo_showcase_quick
@@ -160,160 +163,49 @@ def configure_settings(out: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Phase profile via Ultralytics callbacks.
+# Timing: wall time of the steps outside training, and of each epoch (Ultralytics callbacks). The phases INSIDE
+# training (data wait, forward, backward, optimizer, checkpoint) come from mlOS's own phase profile, marked by
+# mlos_training.integrations.ultralytics.
 # ----------------------------------------------------------------------------------------------------------------------
-class PhaseProfile:
-    """Accumulate wall time per training phase from Ultralytics trainer callbacks.
-
-    Phases: setup (dataset scan/cache, model build, dataloaders), data (waiting for the next batch from the
-    DataLoader), step (forward + loss + backward, minus optimizer), optimizer (grad clip + step + EMA), val,
-    checkpoint (Trainer.save_model), final_eval (strip optimizer + validate best.pt), and outside training:
-    dataset generation, export FP32, convert FP16, quantize INT8, verification.
-    """
-
+class Timeline:
     def __init__(self):
-        self.totals: dict[str, float] = {}
+        self.steps: dict[str, float] = {}
         self.epochs: list[dict] = []
-        self.batches = 0
         self._t: dict[str, float] = {}
 
-    def add(self, phase: str, seconds: float):
-        self.totals[phase] = self.totals.get(phase, 0.0) + seconds
-
-    def timed(self, phase: str):
-        prof = self
+    def timed(self, step: str):
+        timeline = self
 
         class _Ctx:
             def __enter__(self):
                 self.t0 = time.perf_counter()
 
             def __exit__(self, *exc):
-                prof.add(phase, time.perf_counter() - self.t0)
+                timeline.steps[step] = timeline.steps.get(step, 0.0) + time.perf_counter() - self.t0
 
         return _Ctx()
 
-    # --- callbacks ---------------------------------------------------------------------------------------------------
-    def on_pretrain_routine_start(self, trainer):
-        self._t["setup"] = time.perf_counter()
-
-    def on_pretrain_routine_end(self, trainer):
-        self.add("setup", time.perf_counter() - self._t.pop("setup"))
-
     def on_train_epoch_start(self, trainer):
-        now = time.perf_counter()
-        self._t.update(epoch=now, last_batch_end=now)
-        self._epoch = {"epoch": trainer.epoch + 1, "batches": 0, "data": 0.0, "step": 0.0, "optimizer": 0.0,
-                       "checkpoint": 0.0}
-
-    def on_train_batch_start(self, trainer):
-        now = time.perf_counter()
-        self._epoch["data"] += now - self._t["last_batch_end"]  # DataLoader fetch (first one includes iter start)
-        self._t["batch"] = now
+        self._t["epoch"] = time.perf_counter()
+        self._epoch = {"epoch": trainer.epoch + 1, "batches": 0}
 
     def on_train_batch_end(self, trainer):
-        now = time.perf_counter()
-        self._epoch["step"] += now - self._t["batch"]
         self._epoch["batches"] += 1
-        self._t["last_batch_end"] = now
 
     def on_train_epoch_end(self, trainer):
-        now = time.perf_counter()
-        self._epoch["train"] = now - self._t["epoch"]
-        self._t["train_end"] = now
+        self._epoch["train"] = time.perf_counter() - self._t["epoch"]
 
     def on_fit_epoch_end(self, trainer):
-        now = time.perf_counter()
-        if "train_end" not in self._t:  # the extra call from final_eval() after the last epoch
+        if "epoch" not in self._t:  # the extra call from final_eval() after the last epoch
             return
         ep = self._epoch
-        ep["val"] = now - self._t.pop("train_end") - ep["checkpoint"]
-        ep["total"] = now - self._t["epoch"]
-        ep["step"] -= ep["optimizer"]  # optimizer time was measured inside the batch
+        ep["total"] = time.perf_counter() - self._t.pop("epoch")
+        ep["val_and_save"] = ep["total"] - ep["train"]
         self.epochs.append(ep)
-        self._t["last_fit_end"] = now
-
-    def on_train_end(self, trainer):
-        if "last_fit_end" in self._t:
-            self.add("final_eval", time.perf_counter() - self._t["last_fit_end"])
 
     def install(self, model):
-        for name in ("on_pretrain_routine_start", "on_pretrain_routine_end", "on_train_epoch_start",
-                     "on_train_batch_start", "on_train_batch_end", "on_train_epoch_end", "on_fit_epoch_end",
-                     "on_train_end"):
+        for name in ("on_train_epoch_start", "on_train_batch_end", "on_train_epoch_end", "on_fit_epoch_end"):
             model.add_callback(name, getattr(self, name))
-
-    def finish_training(self):
-        for ep in self.epochs:
-            for k in ("data", "step", "optimizer", "val", "checkpoint"):
-                self.add(k, ep[k])
-            self.batches += ep["batches"]
-
-
-def install_callbacks(model, prof: PhaseProfile, threads: int, workers: int) -> None:
-    """Attach the profiler and the mlOS hook points to a YOLO model (before .train())."""
-    prof.install(model)
-
-    # MLOS: phase marking attaches here -- "on_train_epoch_start" / "on_train_epoch_end" (epoch boundaries),
-    # "on_train_batch_start" / "on_train_batch_end" (one training step: fetch-wait before start, compute inside),
-    # "on_fit_epoch_end" (after validation + checkpoint), "on_train_end" (after final eval of best.pt).
-
-    def on_pretrain_routine_end(trainer):
-        # Ultralytics' select_device() pins torch to NUM_THREADS = min(8, cpu_count - 1) threads on CPU (1 thread on
-        # a 2-core machine). Restore the requested intra-op thread count once the trainer is set up.
-        # MLOS: CPU/thread placement of the training process attaches here.
-        import torch
-
-        torch.set_num_threads(threads)
-
-        # Ultralytics declares an "optimizer_step" callback but never fires it (BaseTrainer.optimizer_step() is a
-        # plain method). Wrap the bound method so that "optimizer_step" callbacks run, and time it.
-        # MLOS: optimizer-step phase marking attaches here (add_callback("optimizer_step", fn)).
-        inner = trainer.optimizer_step
-
-        def optimizer_step():
-            t0 = time.perf_counter()
-            inner()
-            prof._epoch["optimizer"] += time.perf_counter() - t0
-            trainer.run_callbacks("optimizer_step")
-
-        trainer.optimizer_step = optimizer_step
-
-        # Checkpoints: BaseTrainer.save_model() serialises one dict with torch.save() into a BytesIO, then
-        # Path.write_bytes() it to weights/last.pt, weights/best.pt (when fitness is best) and epochN.pt (save_period).
-        # The writes are not atomic. "on_model_save" fires only AFTER the files are written.
-        # MLOS: atomic checkpoint writing attaches here (wrap/replace trainer.save_model).
-        inner_save = trainer.save_model
-
-        def save_model():
-            t0 = time.perf_counter()
-            ok = inner_save()
-            prof._epoch["checkpoint"] += time.perf_counter() - t0
-            return ok
-
-        trainer.save_model = save_model
-
-        # DataLoader workers: build_dataloader() (ultralytics/data/build.py) makes an InfiniteDataLoader whose workers
-        # are created once and reused across epochs; worker_init_fn=seed_worker. num_workers =
-        # min(cpu_count, workers, number_of_batches) -- a one-batch loader runs in the main process.
-        # MLOS: DataLoader worker CPU affinity attaches here (patch ultralytics.data.build.seed_worker before train(),
-        # or read trainer.train_loader / trainer.test_loader worker pids after the first batch).
-
-    model.add_callback("on_pretrain_routine_end", on_pretrain_routine_end)
-
-    def on_pretrain_routine_start(trainer):
-        # BaseTrainer.__init__ forces args.workers = 0 on CPU ("time dominated by inference"), i.e. data loading runs
-        # in the training process. This callback fires after that and before the dataloaders are built
-        # (_setup_train -> get_dataloader), so the requested worker count can be restored here.
-        # MLOS: choosing in-process vs worker-process data loading attaches here.
-        trainer.args.workers = workers
-
-    model.add_callback("on_pretrain_routine_start", on_pretrain_routine_start)
-
-    def on_model_save(trainer):
-        # MLOS: checkpoint-completed event attaches here (trainer.last / trainer.best / trainer.wdir are the paths).
-        pass
-
-    model.add_callback("on_model_save", on_model_save)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -440,7 +332,10 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, help="training batch size")
     ap.add_argument("--calib", type=int, help="INT8 calibration images")
     ap.add_argument("--workers", type=int, default=1, help="DataLoader workers (default 1)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch/onnxruntime threads (default: all)")
+    ap.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)),
+                    help="CPUs to request from mlOS (default: all this process may use)")
+    ap.add_argument("--threads", type=int, help="onnxruntime threads (default: the allocation's recommended threads; "
+                                                "torch's are sized by mlOS)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verify-images", type=int, default=8, help="validation images for the ONNX checks (default 8)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/yolo_showcase"), help="output directory")
@@ -459,46 +354,52 @@ def main(argv=None) -> int:
     guard = None if a.allow_network else NetworkGuard().install()
     configure_offline(out / "config")
 
-    prof = PhaseProfile()
+    timeline = Timeline()
     t_start = time.perf_counter()
 
     # 1. dataset -------------------------------------------------------------------------------------------------------
     sys.path.insert(0, str(HERE))
     from make_dataset import make_dataset
 
-    with prof.timed("dataset"):
+    with timeline.timed("dataset"):
         data_yaml = make_dataset(out / "dataset", images=cfg["images"], imgsz=cfg["imgsz"], seed=a.seed)
 
-    # 2. train ---------------------------------------------------------------------------------------------------------
-    with prof.timed("import"):
+    # 2. train, under mlOS ---------------------------------------------------------------------------------------------
+    with timeline.timed("import"):
         import torch  # noqa: F401  (import cost reported separately)
         from ultralytics import YOLO
 
         configure_settings(out)
+    import mlos_training
+    from mlos_training.integrations.ultralytics import add_mlos_callbacks
 
-    model = YOLO("yolov8n.yaml")  # architecture from the packaged YAML, random init: no weights involved
-    install_callbacks(model, prof, a.threads, a.workers)
-    t_train = time.perf_counter()
-    model.train(
-        data=str(data_yaml),
-        epochs=cfg["epochs"],
-        imgsz=cfg["imgsz"],
-        batch=cfg["batch"],
-        device="cpu",
-        workers=a.workers,
-        pretrained=False,  # never look for yolov8n.pt
-        amp=False,  # AMP check would download yolo26n.pt (CUDA only anyway)
-        plots=False,  # plotting needs fonts and writes PNGs; nothing to learn from it here
-        val=True,
-        seed=a.seed,
-        deterministic=True,
-        project=str(out / "runs"),
-        name="train",
-        exist_ok=True,
-        verbose=True,
-    )
-    train_wall = time.perf_counter() - t_train
-    prof.finish_training()
+    with mlos_training.MLOSTrainingContext(num_cpus=a.cpus, exclusive_cpus=False) as ctx:
+        threads = a.threads or ctx.resources.recommended_threads
+        model = YOLO("yolov8n.yaml")  # architecture from the packaged YAML, random init: no weights involved
+        timeline.install(model)
+        mlos = add_mlos_callbacks(model, ctx, workers=a.workers)
+        t_train = time.perf_counter()
+        model.train(
+            data=str(data_yaml),
+            epochs=cfg["epochs"],
+            imgsz=cfg["imgsz"],
+            batch=cfg["batch"],
+            device="cpu",
+            workers=a.workers,
+            pretrained=False,  # never look for yolov8n.pt
+            amp=False,  # AMP check would download yolo26n.pt (CUDA only anyway)
+            plots=False,  # plotting needs fonts and writes PNGs; nothing to learn from it here
+            val=True,
+            seed=a.seed,
+            deterministic=True,
+            project=str(out / "runs"),
+            name="train",
+            exist_ok=True,
+            verbose=True,
+        )
+        train_wall = time.perf_counter() - t_train
+        placement = ctx.resources.placement()
+    run = mlos.reports[-1]
     trainer = model.trainer
     best = Path(trainer.best if Path(trainer.best).exists() else trainer.last)
 
@@ -506,14 +407,14 @@ def main(argv=None) -> int:
     onnx_dir = out / "onnx"
     onnx_dir.mkdir(exist_ok=True)
     f32, f16, i8 = onnx_dir / "yolov8n_fp32.onnx", onnx_dir / "yolov8n_fp16.onnx", onnx_dir / "yolov8n_int8.onnx"
-    with prof.timed("export_fp32"):
+    with timeline.timed("export_fp32"):
         exported = YOLO(str(best)).export(format="onnx", imgsz=cfg["imgsz"], batch=1, device="cpu", simplify=True,
                                           dynamic=False, nms=False)
         shutil.copyfile(exported, f32)
-    with prof.timed("convert_fp16"):
+    with timeline.timed("convert_fp16"):
         convert_fp16(f32, f16)
     calib_images = sorted((out / "dataset" / "images" / "train").glob("*.jpg"))[: cfg["calib"]]
-    with prof.timed("quantize_int8"):
+    with timeline.timed("quantize_int8"):
         qinfo = quantize_int8(f32, i8, calib_images, cfg["imgsz"], onnx_dir)
 
     # 4. verify --------------------------------------------------------------------------------------------------------
@@ -525,10 +426,10 @@ def main(argv=None) -> int:
     anchors = sum((cfg["imgsz"] // s) ** 2 for s in (8, 16, 32))
     expected_shape = (1, 4 + nc, anchors)
     rows, ok = [], True
-    with prof.timed("verify"):
+    with timeline.timed("verify"):
         refs = None
         for tag, path in (("fp32", f32), ("fp16", f16), ("int8", i8)):
-            ys, ms = run_onnx(path, xs, a.threads)
+            ys, ms = run_onnx(path, xs, threads)
             refs = refs or ys
             d = worst([compare(r, y, cfg["imgsz"]) for r, y in zip(refs, ys)])
             shape_ok = all(tuple(y.shape) == expected_shape and y.dtype == np.float32 and bool(np.isfinite(y).all())
@@ -544,10 +445,12 @@ def main(argv=None) -> int:
     # 5. report --------------------------------------------------------------------------------------------------------
     net_attempts = guard.attempts if guard else []
     ok &= not net_attempts
-    ep_times = [e["total"] for e in prof.epochs]
+    # Every checkpoint write of the training loop went through mlOS's atomic writer.
+    ok &= len(run["atomic_writes"]) >= len(timeline.epochs)
     lines = [
         f"## YOLOv8n showcase ({'quick' if a.quick else 'full'}): {cfg['epochs']} epoch(s), imgsz {cfg['imgsz']}, "
-        f"{cfg['images']} images, batch {cfg['batch']}, torch threads {a.threads}, workers {a.workers}",
+        f"{cfg['images']} images, batch {cfg['batch']}, workers {a.workers}; under mlOS on CPUs {run['cpus']} "
+        f"(NUMA node {placement['numa_node']}), torch threads {run['torch_threads']}, onnxruntime threads {threads}",
         "",
         f"Outputs compared with ONNX FP32 on {len(samples)} validation image(s), worst image shown. score: max abs "
         f"diff over all anchors; box top-{TOP_K}: max abs diff of the boxes of the {TOP_K} highest-scoring FP32 "
@@ -569,20 +472,32 @@ def main(argv=None) -> int:
             f"| {r['score_max_abs']:.4f} | {r['box_top_max_px']:.3f} px ({100 * r['box_top_max_frac']:.2f} %) "
             f"| {r['box_all_max_px']:.2f} px | {tol} | {'PASS' if r['pass'] else 'FAIL'} |"
         )
-    lines += ["", "| epoch | total (s) | train (s) | data wait (s) | fwd+bwd (s) | optimizer (s) | val (s) "
-                  "| checkpoint (s) | batches |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for e in prof.epochs:
-        lines.append(f"| {e['epoch']} | {e['total']:.1f} | {e['train']:.1f} | {e['data']:.2f} | {e['step']:.1f} "
-                     f"| {e['optimizer']:.2f} | {e['val']:.1f} | {e['checkpoint']:.2f} | {e['batches']} |")
-    lines.append(f"| mean | {sum(ep_times) / max(1, len(ep_times)):.1f} | | | | | | | |")
-    order = ["dataset", "import", "setup", "data", "step", "optimizer", "val", "checkpoint", "final_eval",
-             "export_fp32", "convert_fp16", "quantize_int8", "verify"]
-    lines += ["", "| phase | seconds | % of total |", "|---|---:|---:|"]
-    for k in order:
-        if k in prof.totals:
-            lines.append(f"| {k} | {prof.totals[k]:.2f} | {100 * prof.totals[k] / total:.1f} |")
-    other = total - sum(prof.totals.values())
-    lines.append(f"| other (Ultralytics bookkeeping, logging) | {other:.2f} | {100 * other / total:.1f} |")
+    ep_times = [e["total"] for e in timeline.epochs]
+    lines += ["", "| epoch | total (s) | train (s) | val + checkpoint (s) | batches |", "|---:|---:|---:|---:|---:|"]
+    for e in timeline.epochs:
+        lines.append(f"| {e['epoch']} | {e['total']:.1f} | {e['train']:.1f} | {e['val_and_save']:.1f} "
+                     f"| {e['batches']} |")
+    lines.append(f"| mean | {sum(ep_times) / max(1, len(ep_times)):.1f} | | | |")
+
+    prof = run["phase_profile"]
+    marked = sum(prof["seconds"])
+    lines += ["", f"Phase profile of the training run, as mlOS recorded it (set_phase from the Ultralytics callbacks "
+                  f"and torch hooks; {prof['set_phase_calls']} set_phase calls, {run['batches']} batches, "
+                  f"{run['optimizer_steps']} optimizer steps). data_loading is the wait for the next batch; forward "
+                  f"includes validation; checkpoint covers last.pt/best.pt writes ({len(run['atomic_writes'])} "
+                  f"atomic) and the final strip.",
+              "", "| phase | seconds | % of training | entries |", "|---|---:|---:|---:|"]
+    for name, sec, n in zip(mlos_training.PHASE_NAMES, prof["seconds"], prof["entries"]):
+        lines.append(f"| {name} | {sec:.2f} | {100 * sec / max(marked, 1e-9):.1f} | {n} |")
+    lines.append(f"| **training** | {marked:.2f} | 100.0 | |")
+
+    lines += ["", "| step | seconds | % of total |", "|---|---:|---:|"]
+    steps = dict(timeline.steps, training=train_wall)
+    for k in ("dataset", "import", "training", "export_fp32", "convert_fp16", "quantize_int8", "verify"):
+        if k in steps:
+            lines.append(f"| {k} | {steps[k]:.2f} | {100 * steps[k] / total:.1f} |")
+    other = total - sum(steps.values())
+    lines.append(f"| other | {other:.2f} | {100 * other / total:.1f} |")
     lines.append(f"| **total** | {total:.2f} | 100.0 |")
     lines += ["", f"INT8: {qinfo['method']}, {qinfo['calibration_images']} calibration images, quantized ops: "
                   f"{qinfo['quantized_ops']}. Train wall time {train_wall:.1f} s; "
@@ -593,11 +508,11 @@ def main(argv=None) -> int:
     print("\n" + table)
     (out / "report.md").write_text(table + "\n")
     (out / "results.json").write_text(json.dumps({
-        "ok": ok, "preset": "quick" if a.quick else "full", "config": cfg, "threads": a.threads, "workers": a.workers,
-        "total_s": total, "train_wall_s": train_wall, "epochs": prof.epochs, "phases": prof.totals,
-        "models": rows, "best_pt": str(best), "best_pt_mb": mb(best), "int8": qinfo,
-        "network_attempts": net_attempts, "versions": _versions(),
-    }, indent=1) + "\n")
+        "ok": ok, "preset": "quick" if a.quick else "full", "config": cfg, "threads": threads, "workers": a.workers,
+        "total_s": total, "train_wall_s": train_wall, "epochs": timeline.epochs, "steps": timeline.steps,
+        "mlos": {**run, "placement": placement}, "models": rows, "best_pt": str(best), "best_pt_mb": mb(best),
+        "int8": qinfo, "network_attempts": net_attempts, "versions": _versions(),
+    }, indent=1, default=str) + "\n")
     return 0 if ok else 1
 
 
@@ -605,7 +520,7 @@ def _versions() -> dict:
     from importlib import metadata
 
     v = {}
-    for p in ("torch", "torchvision", "numpy", "ultralytics", "onnx", "onnxruntime", "onnxslim", "opencv-python"):
+    for p in ("mlos-training", "torch", "torchvision", "numpy", "ultralytics", "onnx", "onnxruntime", "onnxslim", "opencv-python"):
         try:
             v[p] = metadata.version(p)
         except metadata.PackageNotFoundError:

@@ -13,7 +13,10 @@ torch; right after torch's import:
   - at exit the context is released, which prints the phase profile when
     MLOS_PROFILE is set (`mlos run --profile`).
 DataLoader workers are forked from the bound main thread and inherit its
-CPUs. Disable with `mlos run --no-python-hooks`.
+CPUs. When Ultralytics is imported, the callbacks of
+mlos_training.integrations.ultralytics become defaults of every model it
+creates (torch threads, phases, atomic checkpoints; Ultralytics' own worker
+count kept). Disable with `mlos run --no-python-hooks`.
 """
 import atexit
 import importlib.machinery
@@ -80,12 +83,15 @@ def _on_torch_imported(torch):
     _install_hooks(torch)
 
 
-class _TorchWatcher:
-    """A meta-path finder that lets torch's import run as usual and calls
-    _on_torch_imported once it has."""
+class _ImportWatcher:
+    """A meta-path finder that lets module `name`'s import run as usual and
+    calls on_imported(module) once it has."""
+
+    def __init__(self, name, on_imported):
+        self.name, self.on_imported = name, on_imported
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch":
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -95,14 +101,24 @@ class _TorchWatcher:
 
         def exec_then_hook(module):
             exec_module(module)
-            _on_torch_imported(module)
+            self.on_imported(module)
 
         spec.loader.exec_module = exec_then_hook
         return spec
 
 
-def install():
-    if "torch" in sys.modules:
-        _on_torch_imported(sys.modules["torch"])
+def _on_ultralytics_callbacks_imported(base):
+    from .integrations.ultralytics import register_default_callbacks
+    register_default_callbacks(base)
+
+
+def _watch(name, on_imported):
+    if name in sys.modules:
+        on_imported(sys.modules[name])
     else:
-        sys.meta_path.insert(0, _TorchWatcher())
+        sys.meta_path.insert(0, _ImportWatcher(name, on_imported))
+
+
+def install():
+    _watch("torch", _on_torch_imported)
+    _watch("ultralytics.utils.callbacks.base", _on_ultralytics_callbacks_imported)
