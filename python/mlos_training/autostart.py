@@ -37,8 +37,8 @@ def _cpu_count():
 
 
 def _mark(phase):
-    if context is not None and context.resources is not None:
-        context.set_phase(phase)
+    if context is not None:
+        context.mark(phase)
 
 
 def _install_hooks(torch):

@@ -57,10 +57,12 @@ class MLOSTrainingContext:
         self.process_group = None
         self.phase = PHASE_IDLE
         self.allowed_cpus_before = None  # the process's CPUs before binding (DataLoader workers)
+        self.pid = None  # the process that started the context
         self._undo = []  # callables that put back what start() changed, run in reverse
 
     # -- lifetime ---------------------------------------------------------
     def start(self):
+        self.pid = os.getpid()
         self.allowed_cpus_before = sorted(os.sched_getaffinity(0))
         self.resources = request_resources(**self.request)
         try:
@@ -113,6 +115,14 @@ class MLOSTrainingContext:
         """Enters `phase` for this allocation's bound threads."""
         set_phase(self.resources, phase)
         self.phase = phase
+
+    def mark(self, phase):
+        """set_phase for automatic hooks: does nothing once the allocation
+        is released, or in a process forked from the one that made it
+        (DataLoader workers run the same modules, e.g. torchvision
+        transforms, and must not touch the parent's allocation)."""
+        if self.resources is not None and os.getpid() == self.pid:
+            self.set_phase(phase)
 
     @property
     def cpus(self):

@@ -69,8 +69,7 @@ class _Run:
                        "worker_cpus": None, "cpus": list(ctx.resources.cpus), "phase_profile": None}
 
     def mark(self, phase):
-        if self.ctx.resources is not None:
-            self.ctx.set_phase(phase)
+        self.ctx.mark(phase)
 
 
 class MLOSUltralyticsCallbacks:

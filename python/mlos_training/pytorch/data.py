@@ -51,8 +51,8 @@ class _MarkedIterator:
         return self
 
     def __next__(self):
-        if self.ctx is not None and self.ctx.resources is not None:
-            self.ctx.set_phase(PHASE_DATA_LOADING)
+        if self.ctx is not None:
+            self.ctx.mark(PHASE_DATA_LOADING)
         return next(self.inner)
 
     def __len__(self):

@@ -40,13 +40,13 @@ def attach_phase_hooks(ctx, model=None, optimizer=None):
     handles = []
     if model is not None:
         def before_forward(module, args):
-            ctx.set_phase(PHASE_FORWARD)
+            ctx.mark(PHASE_FORWARD)
 
         def after_forward(module, args, out):
-            mark_backward_when_reached(out, ctx.set_phase)
+            mark_backward_when_reached(out, ctx.mark)
 
         handles.append(model.register_forward_pre_hook(before_forward))
         handles.append(model.register_forward_hook(after_forward))
     if optimizer is not None:
-        handles.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: ctx.set_phase(PHASE_OPTIMIZER)))
+        handles.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: ctx.mark(PHASE_OPTIMIZER)))
     return handles
