@@ -18,6 +18,7 @@ packages=(
   util-linux                    # taskset, ionice (tests)
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
+  stress-ng                     # bench suite: the noisy neighbours (CPU-bound, memory-bandwidth-bound)
   python3 python3-pip
 )
 

@@ -20,6 +20,9 @@ rm -rf build/test-runtime
 venv="${MLOS_VENV:-/opt/mlos/venv}"
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python examples/yolo_showcase
+# The benchmark suite's quick mode: every scenario and tool runs once, for a
+# fraction of a second (no timing is judged; scripts/bench.sh measures).
+"$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > /dev/null
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).

@@ -13,7 +13,8 @@ import os
 import sys
 import threading
 
-from . import (PHASE_IDLE, bind_current_thread, release_resources, request_resources, set_phase)
+from . import (PHASE_FORWARD, PHASE_IDLE, bind_current_thread, release_resources, request_resources, set_phase)
+from .thread_governor import ThreadGovernor
 
 _GIB = 1 << 30
 _stack = threading.local()
@@ -41,11 +42,14 @@ class MLOSTrainingContext:
     world_size: >1 creates ctx.process_group. bind: pin the entering thread.
     model, optimizer: automatic phase marking (torch). size_threads: give
     torch set_num_threads(recommended_threads) while the context is active.
+    adapt_threads: keep the pool sized to the allocation's CPUs that other
+    processes leave free (ThreadGovernor, checked at each FORWARD of the
+    entering thread); default on, MLOS_ADAPT_THREADS=0 turns it off.
     """
 
     def __init__(self, num_cpus=1, memory_gb=0, *, memory_bytes=None, numa_preference=-1, exclusive_cpus=True,
                  priority=0, rank=None, world_size=None, model=None, optimizer=None, bind=True, size_threads=True,
-                 group_timeout=None):
+                 group_timeout=None, adapt_threads=None):
         self.request = dict(num_cpus=num_cpus, numa_preference=numa_preference, exclusive_cpus=exclusive_cpus,
                             priority=priority,
                             memory_bytes=int(memory_bytes if memory_bytes is not None else memory_gb * _GIB))
@@ -53,6 +57,11 @@ class MLOSTrainingContext:
         self.model, self.optimizer = model, optimizer
         self.bind, self.size_threads = bind, size_threads
         self.group_timeout = group_timeout
+        if adapt_threads is None:
+            adapt_threads = os.environ.get("MLOS_ADAPT_THREADS", "1") != "0"
+        self.adapt_threads = adapt_threads
+        self.governor = None  # a ThreadGovernor while the pool is kept sized
+        self._torch, self._thread = None, None
         self.resources = None
         self.process_group = None
         self.phase = PHASE_IDLE
@@ -73,6 +82,11 @@ class MLOSTrainingContext:
                 before = torch.get_num_threads()
                 torch.set_num_threads(self.resources.recommended_threads)
                 self._undo.append(lambda: torch.set_num_threads(before))
+                if self.adapt_threads:
+                    self.governor = ThreadGovernor(self.resources.cpus, self.resources.recommended_threads)
+                    self.governor.poll()  # the first sample: the first window ends at a FORWARD 0.5 s on
+                    self._torch, self._thread = torch, threading.get_ident()
+                    self._undo.append(lambda: setattr(self, "governor", None))
             if self.model is not None or self.optimizer is not None:
                 from .pytorch.phases import attach_phase_hooks
                 handles = attach_phase_hooks(self, model=self.model, optimizer=self.optimizer)
@@ -112,9 +126,15 @@ class MLOSTrainingContext:
 
     # -- use --------------------------------------------------------------
     def set_phase(self, phase):
-        """Enters `phase` for this allocation's bound threads."""
+        """Enters `phase` for this allocation's bound threads. At FORWARD,
+        in the thread that entered the context, the thread governor may
+        resize torch's pool (between operators, where that is safe)."""
         set_phase(self.resources, phase)
         self.phase = phase
+        if phase == PHASE_FORWARD and self.governor is not None and threading.get_ident() == self._thread:
+            threads = self.governor.poll()
+            if threads is not None:
+                self._torch.set_num_threads(threads)
 
     def mark(self, phase):
         """set_phase for automatic hooks: does nothing once the allocation

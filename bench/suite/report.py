@@ -1,0 +1,190 @@
+"""results.json -> markdown tables and PNG plots. Every figure is a median
+over repetitions with its min-max range; ratios compare medians measured in
+the same run."""
+import statistics
+
+from scenarios import EXPERT, GENERIC, MLOS
+
+
+def brief(run):
+    parts = []
+    for role, r in run.items():
+        if "samples_per_s" in r:
+            parts.append(f"{role} {r['samples_per_s']:.0f}/s ({r['threads']} thr, cpus {r['cpus']})")
+        if "p99_ms" in r:
+            parts.append(f"{role} p50 {r['p50_ms']:.2f} p99 {r['p99_ms']:.2f} ms")
+    return "; ".join(parts)
+
+
+def stats(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def rng(s, fmt="{:.0f}"):
+    return f"{fmt.format(s['min'])}–{fmt.format(s['max'])}"
+
+
+def throughput(runs, role="train"):
+    """Per configuration: stats of samples/s of `role` (sum over jobs of
+    that role when several run together)."""
+    return {n: stats([sum(r["samples_per_s"] for k, r in run.items() if k.split("#")[0] == role) for run in rs])
+            for n, rs in runs.items() if rs and any(k.startswith(role) for k in rs[0])}
+
+
+def per_job(runs):
+    """Per configuration: stats of each job's samples/s (all jobs pooled)."""
+    return {n: stats([r["samples_per_s"] for run in rs for r in run.values() if "samples_per_s" in r])
+            for n, rs in runs.items() if rs}
+
+
+def expert_choice(table):
+    """The expert's result: the best median among the candidates (the
+    defaults count as one: an expert may keep them)."""
+    cands = {n: s for n, s in table.items() if n.startswith(EXPERT) or n == GENERIC}
+    best = max(cands, key=lambda n: cands[n]["median"])
+    return best, cands[best]
+
+
+def summarise(sc):
+    """The scenario's headline numbers: generic, expert, mlOS and ratios."""
+    runs = sc["runs"]
+    if sc["kind"] == "throughput":
+        t = throughput(runs)
+        best, e = expert_choice(t)
+        g, m = t[GENERIC], t[MLOS]
+        return {"metric": "samples/s", "generic": g, "expert": e, "expert_config": best, "mlos": m,
+                "mlos_vs_generic": m["median"] / g["median"], "mlos_vs_expert": m["median"] / e["median"],
+                "expert_vs_generic": e["median"] / g["median"], "table": t}
+    if sc["kind"] == "colocated":
+        jobs = per_job(runs)
+        alone = jobs[sc["baseline"]]["median"]
+        total = throughput(runs)
+        expert = next(n for n in runs if n.startswith(EXPERT))
+        out = {"metric": "samples/s per job", "alone": jobs[sc["baseline"]], "generic": jobs[GENERIC],
+               "expert": jobs[expert], "expert_config": expert, "mlos": jobs[MLOS], "jobs": jobs, "aggregate": total}
+        for k, n in (("generic", GENERIC), ("expert", expert), ("mlos", MLOS)):
+            out[f"{k}_vs_alone"] = jobs[n]["median"] / alone
+            out[f"{k}_overhead"] = 1 - jobs[n]["median"] / alone
+        out["mlos_vs_generic"] = jobs[MLOS]["median"] / jobs[GENERIC]["median"]
+        out["mlos_vs_expert"] = jobs[MLOS]["median"] / jobs[expert]["median"]
+        out["expert_vs_generic"] = jobs[expert]["median"] / jobs[GENERIC]["median"]
+        return out
+    # inference
+    expert = next(n for n in runs if n.startswith(EXPERT))
+    lat = {n: {q: stats([run["infer"][f"{q}_ms"] for run in rs]) for q in ("p50", "p99")}
+           for n, rs in runs.items() if rs}
+    t = throughput(runs)
+    return {"metric": "inference p99 ms", "latency": lat, "train": t, "expert_config": expert,
+            "generic": lat[GENERIC]["p99"], "expert": lat[expert]["p99"], "mlos": lat[MLOS]["p99"],
+            "alone": lat[sc["baseline"]]["p99"],
+            "mlos_vs_generic": lat[MLOS]["p99"]["median"] / lat[GENERIC]["p99"]["median"],
+            "mlos_vs_expert": lat[MLOS]["p99"]["median"] / lat[expert]["p99"]["median"],
+            "expert_vs_generic": lat[expert]["p99"]["median"] / lat[GENERIC]["p99"]["median"],
+            "train_mlos_vs_generic": t[MLOS]["median"] / t[GENERIC]["median"],
+            "train_mlos_vs_expert": t[MLOS]["median"] / t[expert]["median"]}
+
+
+def markdown(res):
+    m = res["machine"]
+    lines = [f"# mlOS benchmark suite{' (--quick: numbers meaningless)' if res['quick'] else ''}", "",
+             f"{m['cpu_model']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, Linux {m['kernel']}, cgroup {m['cgroup']}; "
+             f"Python {m['python']}, " + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) +
+             f"; {m['stress_ng']}; mlOS {m['mlos_commit']}. {res['reps']} interleaved repetitions of "
+             f"{res['seconds']:g} s (after {res['warmup']:g} s warm-up) per configuration; medians, "
+             f"[min–max] over repetitions. Suite wall time {res['wall_seconds']:.0f} s, started {res['started']}.",
+             "", "## Summary", "",
+             "| scenario | metric | generic | expert | mlOS | mlOS / generic | mlOS / expert |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    sums = [(sc, summarise(sc)) for sc in res["scenarios"]]
+    for sc, s in sums:
+        fmt = "{:.2f}" if sc["kind"] == "inference" else "{:.0f}"
+        cell = lambda x: f"{fmt.format(x['median'])} [{rng(x, fmt)}]"  # noqa: E731
+        better = "lower is better" if sc["kind"] == "inference" else "higher is better"
+        lines.append(f"| {sc['title'].split(':')[0]} ({sc['name']}) | {s['metric']} ({better}) | {cell(s['generic'])} | "
+                     f"{cell(s['expert'])} | {cell(s['mlos'])} | {s['mlos_vs_generic']:.2f} | "
+                     f"{s['mlos_vs_expert']:.2f} |")
+    for sc, s in sums:
+        lines += ["", f"## {sc['title']}", ""]
+        if sc["neighbour"]:
+            lines += [f"Neighbour (not measured): `{' '.join(sc['neighbour'])}`.", ""]
+        if sc["kind"] == "throughput":
+            lines += ["| configuration | samples/s | range | vs generic |", "|---|---:|---|---:|"]
+            for n, x in s["table"].items():
+                tag = " (expert's pick)" if n == s["expert_config"] else ""
+                lines.append(f"| {n}{tag} | {x['median']:.0f} | {rng(x)} | "
+                             f"{x['median'] / s['generic']['median']:.2f} |")
+        elif sc["kind"] == "colocated":
+            lines += ["| configuration | per job samples/s | range | vs alone on 1 CPU (overhead) | aggregate |",
+                      "|---|---:|---|---:|---:|"]
+            alone = s["alone"]["median"]
+            for n, x in s["jobs"].items():
+                agg = s["aggregate"][n]["median"]
+                lines.append(f"| {n} | {x['median']:.0f} | {rng(x)} | {x['median'] / alone:.2f} "
+                             f"({100 * (1 - x['median'] / alone):+.0f} %) | {agg:.0f} |")
+        else:
+            lines += ["| configuration | training samples/s | inference p50 ms | inference p99 ms | p99 vs alone |",
+                      "|---|---:|---:|---:|---:|"]
+            for n, lat in s["latency"].items():
+                tr = s["train"].get(n)
+                train_cell = f"{tr['median']:.0f} [{rng(tr)}]" if tr else "-"
+                lines.append(f"| {n} | {train_cell} | "
+                             f"{lat['p50']['median']:.2f} | {lat['p99']['median']:.2f} [{rng(lat['p99'], '{:.2f}')}] "
+                             f"| {lat['p99']['median'] / s['alone']['median']:.2f} |")
+        lines += ["", "Commands:", ""] + [f"- {n}: " + " & ".join(f"`{c}`" for c in cs)
+                                          for n, cs in sc["commands"].items()]
+    ex = res.get("extras") or {}
+    if ex:
+        lines += ["", "## 5. Memory pressure (bench/memory_pressure_report.py)", ""]
+        mp = ex.get("memory_pressure", {})
+        if "skipped" in mp:
+            lines.append(f"Skipped: {mp['skipped']}")
+        else:
+            lines += ["| variant | survived | exit statuses |", "|---|---|---|"]
+            for v, x in mp.items():
+                lines.append(f"| {v} | {x['survived']}/{x['runs']} | {x['rc']} |")
+        lines += ["", "## 6. Checkpoint stall (build/bin/mlos_checkpoint_bench)", ""]
+        ck = ex.get("checkpoint", {})
+        if "skipped" in ck:
+            lines.append(f"Skipped: {ck['skipped']}")
+        else:
+            lines += ["| size | plain write + fsync | mlOS sync save | mlOS async save | async / plain |",
+                      "|---|---:|---:|---:|---:|"]
+            for size, x in ck["sizes"].items():
+                lines.append(f"| {size} | {x['plain_ms']:.1f} ms | {x['mlos_sync_ms']:.1f} ms | "
+                             f"{x['mlos_async_ms']:.2f} ms | {x['mlos_async_ms'] / x['plain_ms']:.2f} |")
+        lines += ["", "## 7. Micro costs", "", "| measure | median |", "|---|---:|"]
+        for k, v in (ex.get("micro") or {}).items():
+            if isinstance(v, (int, float)):
+                lines.append(f"| {k} | {v / 1e3:.2f} µs |" if v >= 1e3 else f"| {k} | {v:.0f} ns |")
+            elif k == "phase_hint_ns":
+                lines.append(f"| set_phase, embedded (mlos_daemon_load) | {v['embedded_median']:.0f} ns |")
+                lines.append(f"| set_phase, daemon mode through the phase page | {v['daemon_median']:.0f} ns |")
+    return "\n".join(lines) + "\n"
+
+
+def plots(res, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for sc in res["scenarios"]:
+        s = summarise(sc)
+        if sc["kind"] == "throughput":
+            table, ylabel = s["table"], "samples/s (median, min-max)"
+        elif sc["kind"] == "colocated":
+            table, ylabel = s["jobs"], "samples/s per job (median, min-max)"
+        else:
+            table, ylabel = {n: x["p99"] for n, x in s["latency"].items()}, "inference p99 latency, ms"
+        names = list(table)
+        med = [table[n]["median"] for n in names]
+        err = [[table[n]["median"] - table[n]["min"] for n in names], [table[n]["max"] - table[n]["median"] for n in names]]
+        colors = ["tab:green" if n == MLOS else "tab:gray" if n == GENERIC else "tab:blue" for n in names]
+        fig, ax = plt.subplots(figsize=(9, 4.2))
+        ax.barh(range(len(names)), med, xerr=err, color=colors, capsize=3)
+        ax.set_yticks(range(len(names)), [n.replace(EXPERT, "expert: ") for n in names], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(ylabel)
+        ax.set_title(sc["title"], fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / f"{sc['name']}.png", dpi=110)
+        plt.close(fig)

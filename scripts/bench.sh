@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The benchmark suite in one command: install, build, install the Python
+# package, then run bench/suite/run.py (arguments passed on, e.g. --quick,
+# --out DIR). The full suite takes about 15 minutes on 2 cores; run it on an
+# otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+venv="${MLOS_VENV:-/opt/mlos/venv}"
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
+exec "$venv/bin/python" bench/suite/run.py "$@"
