@@ -103,6 +103,13 @@ def markdown(res):
         lines.append(f"| {sc['title'].split(':')[0]} ({sc['name']}) | {s['metric']} ({better}) | {cell(s['generic'])} | "
                      f"{cell(s['expert'])} | {cell(s['mlos'])} | {s['mlos_vs_generic']:.2f} | "
                      f"{s['mlos_vs_expert']:.2f} |")
+    behind = [(sc, s) for sc, s in sums
+              if (s["mlos_vs_expert"] > 1 if sc["kind"] == "inference" else s["mlos_vs_expert"] < 1)]
+    if behind:
+        lines += ["", "mlOS behind the expert's best here: " + "; ".join(
+            f"{sc['name']} ({s['mlos_vs_expert']:.2f} of the expert's {s['expert_config'].replace(EXPERT, '')})"
+            for sc, s in behind) + ". What would close each gap: docs/benchmarks.md, 'Where mlOS loses to the "
+            "expert'. Differences within the [min–max] ranges are not significant."]
     for sc, s in sums:
         lines += ["", f"## {sc['title']}", ""]
         if sc["neighbour"]:

@@ -68,7 +68,14 @@ def main():
     ap.add_argument("--reps", type=int, help="repetitions per configuration (default 3; quick 1)")
     ap.add_argument("--seconds", type=float, help="measured seconds per run (default 5; quick 0.3)")
     ap.add_argument("--only", nargs="*", help="scenario names to run (default: all, and the extras)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite results.md and the plots from DIR/results.json without measuring")
     a = ap.parse_args()
+    if a.report_only:
+        results = json.loads((a.out / "results.json").read_text())
+        (a.out / "results.md").write_text(report.markdown(results))
+        report.plots(results, a.out)
+        return
     reps = a.reps or (1 if a.quick else 3)
     seconds = a.seconds or (0.3 if a.quick else 5.0)
     warmup = 0.2 if a.quick else 1.5
