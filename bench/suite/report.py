@@ -45,6 +45,11 @@ def expert_choice(table):
     return best, cands[best]
 
 
+def the_expert(runs):
+    """The one expert configuration of a scenario that has a single one."""
+    return next(n for n in runs if n.startswith(EXPERT))
+
+
 def summarise(sc):
     """The scenario's headline numbers: generic, expert, mlOS and ratios."""
     runs = sc["runs"]
@@ -59,7 +64,7 @@ def summarise(sc):
         jobs = per_job(runs)
         alone = jobs[sc["baseline"]]["median"]
         total = throughput(runs)
-        expert = next(n for n in runs if n.startswith(EXPERT))
+        expert = the_expert(runs)
         out = {"metric": "samples/s per job", "alone": jobs[sc["baseline"]], "generic": jobs[GENERIC],
                "expert": jobs[expert], "expert_config": expert, "mlos": jobs[MLOS], "jobs": jobs, "aggregate": total}
         for k, n in (("generic", GENERIC), ("expert", expert), ("mlos", MLOS)):
@@ -70,7 +75,7 @@ def summarise(sc):
         out["expert_vs_generic"] = jobs[expert]["median"] / jobs[GENERIC]["median"]
         return out
     # inference
-    expert = next(n for n in runs if n.startswith(EXPERT))
+    expert = the_expert(runs)
     lat = {n: {q: stats([run["infer"][f"{q}_ms"] for run in rs]) for q in ("p50", "p99")}
            for n, rs in runs.items() if rs}
     t = throughput(runs)

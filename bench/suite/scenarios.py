@@ -4,7 +4,7 @@ program started plainly, with the defaults a user has), expert hand tuning
 median is the expert's result) and mlOS (`mlos run` in its zero-code mode:
 no information the others lack, no extra flags beyond the CPU count a user
 gives the job)."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from runner import Job
 
@@ -33,15 +33,14 @@ class Scenario:
     configs: dict  # config name -> [Job]
     neighbour: list = None  # argv of the unmeasured neighbour process
     baseline: str = GENERIC  # the config ratios are taken against
-    notes: list = field(default_factory=list)
 
 
 def build(cli, ncpu, images, seconds, warmup):
     """Every scenario for a machine with `ncpu` CPUs (the suite is written
     for 2; with more, jobs still take 1 CPU each where the scenario says so)."""
     t = ["--seconds", seconds, "--warmup", warmup]
-    half = str(ncpu - 1)  # the last CPU: a one-CPU share
-    other = "0"
+    last = str(ncpu - 1)  # a one-CPU share
+    first = "0"
 
     def train(prefix, *extra, data="synthetic"):
         img = ["--images", images] if data == "jpeg" else []
@@ -53,7 +52,7 @@ def build(cli, ncpu, images, seconds, warmup):
     def single(data):
         c = {GENERIC: [train(plain(), data=data)],
              MLOS: [train(mlos_run(cli, ncpu), data=data)],
-             EXPERT + f"pinned {half}, 1 thread": [train(pinned(half), "--threads", 1, data=data)],
+             EXPERT + f"pinned {last}, 1 thread": [train(pinned(last), "--threads", 1, data=data)],
              EXPERT + "1 thread": [train(plain(), "--threads", 1, data=data)]}
         if data == "jpeg":
             c[EXPERT + "1 thread, 1 worker"] = [train(plain(), "--threads", 1, "--workers", 1, data=data)]
@@ -70,18 +69,18 @@ def build(cli, ncpu, images, seconds, warmup):
                  "(stress-ng --stream 1)", "throughput", single("synthetic"),
                  neighbour=["stress-ng", "--stream", "1", "--quiet"]),
         Scenario("colocated", "3. co-located training: two 1a jobs at once", "colocated", {
-            "alone on 1 CPU": [train(pinned(half), "--threads", 1)],
+            "alone on 1 CPU": [train(pinned(last), "--threads", 1)],
             GENERIC: [train(plain()), train(plain())],
-            EXPERT + f"pinned {other} and {half}, 1 thread each": [train(pinned(other), "--threads", 1),
-                                                                  train(pinned(half), "--threads", 1)],
+            EXPERT + f"pinned {first} and {last}, 1 thread each": [train(pinned(first), "--threads", 1),
+                                                                  train(pinned(last), "--threads", 1)],
             MLOS: [train(mlos_run(cli, 1, exclusive=True)), train(mlos_run(cli, 1, exclusive=True))],
         }, baseline="alone on 1 CPU"),
         Scenario("train+infer", "4. training next to a latency-sensitive inference loop (batch 8 every 10 ms)",
                  "inference", {
                      "inference alone": [infer(plain())],
                      GENERIC: [train(plain()), infer(plain())],
-                     EXPERT + f"inference pinned {other}, training pinned {half}, 1 thread each": [
-                         train(pinned(half), "--threads", 1), infer(pinned(other), "--threads", 1)],
+                     EXPERT + f"inference pinned {first}, training pinned {last}, 1 thread each": [
+                         train(pinned(last), "--threads", 1), infer(pinned(first), "--threads", 1)],
                      MLOS: [train(mlos_run(cli, 1, exclusive=True)), infer(mlos_run(cli, 1, exclusive=True))],
                  }, baseline="inference alone"),
     ]

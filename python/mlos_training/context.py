@@ -145,6 +145,14 @@ class MLOSTrainingContext:
             self.set_phase(phase)
 
     @property
+    def torch_threads(self):
+        """The intra-op pool size the context wants now: the governor's
+        choice while it runs, else the allocation's recommended_threads.
+        For code that must put the pool back after something else resized
+        it (Ultralytics does on CPU)."""
+        return self.governor.threads if self.governor is not None else self.resources.recommended_threads
+
+    @property
     def cpus(self):
         return self.resources.cpus
 

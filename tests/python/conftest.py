@@ -10,6 +10,15 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def mlos_cli():
+    """The mlos CLI of the build (MLOS_BUILD_DIR, default build/)."""
+    path = Path(os.environ.get("MLOS_BUILD_DIR") or REPO / "build") / "bin" / "mlos"
+    if not path.exists():
+        pytest.fail(f"{path} not found: build the CLI, or set MLOS_BUILD_DIR")
+    return str(path)
 
 
 def clean_env(tmp_path, **extra):

@@ -2,7 +2,6 @@
 allocation, DataLoader workers placed (read from /proc), phases counted by
 the automatic hooks, an atomic torch.save that survives SIGKILL mid-save,
 release on exceptions, memory-pressure callbacks from Python."""
-import json
 import os
 import random
 import signal

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from conftest import HERE, clean_env
+from conftest import HERE, clean_env, mlos_cli
 from mlos_training.thread_governor import ThreadGovernor, read_cpu_busy_seconds, read_own_cpu_seconds
-from test_zero_code import mlos_cli
 
 
 class Machine:

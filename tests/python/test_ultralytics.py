@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from conftest import HERE, clean_env
-from test_zero_code import mlos_cli
+from conftest import HERE, clean_env, mlos_cli
 
 pytest.importorskip("ultralytics")
 

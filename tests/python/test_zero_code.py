@@ -4,24 +4,12 @@ to it, DataLoader workers on its CPUs (read from /proc by the workers), and
 phases marked by themselves, as the profile printed at exit shows. Outside
 mlos run nothing is hooked."""
 import json
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
-
-from conftest import HERE, clean_env
-
-REPO = HERE.parents[1]
 
 
-def mlos_cli():
-    path = Path(os.environ.get("MLOS_BUILD_DIR") or REPO / "build") / "bin" / "mlos"
-    if not path.exists():
-        pytest.fail(f"{path} not found: build the CLI, or set MLOS_BUILD_DIR")
-    return str(path)
+from conftest import HERE, clean_env, mlos_cli
 
 
 def profile_entries(stderr):

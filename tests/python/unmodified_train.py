@@ -33,7 +33,7 @@ for x, y, pids, allowed in torch.utils.data.DataLoader(Samples(), batch_size=4, 
     opt.step()
     steps += 1
     workers.update(zip(pids.tolist(), allowed))
-with open(f"/proc/self/status") as f:
+with open("/proc/self/status") as f:
     main_allowed = f.read().split("Cpus_allowed_list:")[1].split()[0]
 print(json.dumps({"steps": steps, "threads": torch.get_num_threads(), "main_allowed": main_allowed,
                   "workers": workers, "hooked": "mlos_training.autostart" in sys.modules}), flush=True)

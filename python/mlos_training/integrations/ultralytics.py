@@ -117,10 +117,10 @@ class MLOSUltralyticsCallbacks:
         run = trainer.mlos = _Run(ctx, owned)
         if trainer.device.type == "cpu":  # the constructor's select_device() set min(8, cpus - 1)
             import torch
-            torch.set_num_threads(ctx.resources.recommended_threads)
+            torch.set_num_threads(ctx.torch_threads)
             run.report["torch_threads"] = torch.get_num_threads()
         self._pin_dataloader_workers(run)
-        self._wrap_optimizer_step(trainer, run)
+        self._wrap_optimizer_step(trainer)
         self._wrap_save_model(trainer, run)
         self._wrap_final_eval(trainer, run)
 
@@ -133,7 +133,7 @@ class MLOSUltralyticsCallbacks:
         run.undo.append(lambda: setattr(build, "seed_worker", original))
 
     @staticmethod
-    def _wrap_optimizer_step(trainer, run):
+    def _wrap_optimizer_step(trainer):
         inner = trainer.optimizer_step
 
         def optimizer_step():
