@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <thread>
@@ -66,14 +67,23 @@ TEST(PhasePageTest, ConcurrentReadsAreNeverTorn) {
   });
   const mlos_training_phase_t cycle[] = {MLOS_TRAINING_PHASE_DATA_LOADING, MLOS_TRAINING_PHASE_FORWARD,
                                          MLOS_TRAINING_PHASE_BACKWARD, MLOS_TRAINING_PHASE_OPTIMIZER};
-  for (uint64_t i = 1; i <= 2'000'000; ++i) w.publish(cycle[i % 4], i);
+  // 2M publishes take a few ms; on a loaded machine the reader may not have
+  // run by then, so the writer goes on (yielding now and then) until the
+  // reader has checked some snapshots, for at most 10 s.
+  uint64_t published = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (published < 2'000'000 || (checked.load() < 100 && std::chrono::steady_clock::now() < deadline)) {
+    ++published;
+    w.publish(cycle[published % 4], published);
+    if (published > 2'000'000 && published % 4096 == 0) std::this_thread::yield();
+  }
   done = true;
   reader.join();
   EXPECT_GT(checked.load(), 0u);
   EXPECT_EQ(torn.load(), 0u);
   auto last = PhasePageReader(page.get()).read();
   ASSERT_TRUE(last.has_value());
-  EXPECT_EQ(last->set_phase_calls, 2'000'000u);
+  EXPECT_EQ(last->set_phase_calls, published);
 }
 
 }  // namespace
