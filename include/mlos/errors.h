@@ -72,7 +72,13 @@ typedef enum mlos_error {
   MLOS_ERR_NOT_FOUND = -21,
   /* A peer of a collective group died, left or broke the connection. The
    * group is unusable: every rank must create it again. */
-  MLOS_ERR_PEER_LOST = -22
+  MLOS_ERR_PEER_LOST = -22,
+  /* mlosd refused: the request would take the calling user past one of its
+   * per-user quotas (jobs, exclusive CPUs, memory, connections; see
+   * docs/security.md). The message names the quota and what is held.
+   * Releasing something the user holds, or asking an administrator, helps;
+   * retrying as is does not. */
+  MLOS_ERR_QUOTA = -23
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

@@ -8,7 +8,7 @@ CODES = {
     "UNSUPPORTED": -9, "NOT_IMPLEMENTED": -10, "SYSTEM": -11, "VERSION_MISMATCH": -12,
     "BUFFER_TOO_SMALL": -13, "STATE_CORRUPT": -14, "NO_MEMORY": -15, "NO_SUCH_THREAD": -16,
     "TIMEOUT": -17, "DAEMON_UNAVAILABLE": -18, "IO": -19, "CHECKPOINT_CORRUPT": -20, "NOT_FOUND": -21,
-    "PEER_LOST": -22,
+    "PEER_LOST": -22, "QUOTA": -23,
 }
 NAMES = {code: name for name, code in CODES.items()}
 

@@ -54,10 +54,15 @@ Result<std::shared_ptr<ClaimBroker>> select_broker() {
   }
   if (!is_auto && strcmp(mode, "embedded") == 0) return embedded();
   if (!is_auto) return daemon_engine();
-  // auto: no socket file means no daemon, without trying to connect.
+  // auto: no socket file means no daemon, without trying to connect. Only
+  // a daemon that is not there is replaced by the embedded ledger: one that
+  // answers and refuses (quota, too many clients), or is saturated, would
+  // otherwise be bypassed, and "exclusive" CPUs granted outside its
+  // arbitration.
   struct stat st{};
   if (stat(daemon::default_socket_path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-    if (auto d = daemon_engine()) return d;
+    auto d = daemon_engine();
+    if (d || !daemon::nobody_listens(d.error())) return d;
   }
   return embedded();
 }

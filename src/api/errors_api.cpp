@@ -49,6 +49,7 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_CHECKPOINT_CORRUPT: return "checkpoint corrupt";
     case MLOS_ERR_NOT_FOUND: return "not found";
     case MLOS_ERR_PEER_LOST: return "collective peer lost";
+    case MLOS_ERR_QUOTA: return "per-user quota exceeded";
     default: return "unknown error";
   }
 }

@@ -24,4 +24,26 @@ inline uint64_t non_negative_field(const nlohmann::json& j, const char* key) {
   return v.get<uint64_t>();
 }
 
+// v as an int in lo..hi; std::invalid_argument "<name> must be an integer
+// in lo..hi" for anything else (a fraction, a bool, a string, or a number
+// out of range, including unsigned ones past INT64_MAX, which get<int64_t>
+// would wrap to negatives).
+inline int int_in_range(const nlohmann::json& v, const std::string& name, int lo, int hi) {
+  bool fits = false;
+  int64_t value = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    fits = hi >= 0 && u <= static_cast<uint64_t>(hi);
+    value = static_cast<int64_t>(fits ? u : 0);
+    fits = fits && value >= lo;
+  } else if (v.is_number_integer()) {
+    value = v.get<int64_t>();
+    fits = value >= lo && value <= hi;
+  }
+  if (!fits) {
+    throw std::invalid_argument(name + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return static_cast<int>(value);
+}
+
 }  // namespace mlos

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <set>
 
 #include "daemon/daemon_client.h"
@@ -31,6 +32,7 @@ static_assert(POLLIN == EPOLLIN && POLLPRI == EPOLLPRI);
 namespace {
 
 constexpr size_t kMaxQueuedReply = 8 << 20;  // a client that never reads is dropped
+constexpr uint64_t kSweepEveryTicks = 50;     // every owner read from /proc (5 s at 100 ms ticks)
 
 // Tags in epoll_event.data.u64: the kind in the high bits, the fd below.
 constexpr uint64_t kListen = 1ull << 40, kClient = 2ull << 40, kTimer = 3ull << 40, kSignal = 4ull << 40,
@@ -60,7 +62,7 @@ Status ControlServer::listen() {
 
 json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, os::UniqueFd fd) {
   metrics_.count_request(req.op);
-  RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size()};
+  RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size(), &connections_by_uid_};
   json reply = handle_request(jobs_, ctx, peer, req, std::move(fd));
   if (req.op == "request" && reply.value("ok", false)) sync_owner_watches();
   return reply;
@@ -92,32 +94,108 @@ void ControlServer::flush(Client& c) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
 }
 
-void ControlServer::close_client(int fd) { clients_.erase(fd); }
+void ControlServer::close_client(int fd) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) return;
+  const uint32_t uid = it->second->peer.uid;
+  if (--connections_by_uid_[uid] <= 0) connections_by_uid_.erase(uid);
+  clients_.erase(it);
+  if (!listening_) resume_listening();  // a descriptor was freed
+}
+
+namespace {
+
+// Best effort: the reply to a connection about to be closed.
+void refuse(int fd, const Error& why) {
+  if (auto bytes = encode_frame(FrameKind::kReply, error_reply(0, why))) (void)os::send_all(fd, *bytes);
+}
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+void ControlServer::shed_connection() {
+  if (shed_connections_++ % 1000 == 0) {
+    log_message(MLOS_LOG_WARN, "mlosd is out of file descriptors (" + std::to_string(shed_connections_) +
+                                   " connections refused so far); raise LimitNOFILE or lower quotas");
+  }
+  if (reserve_.valid()) {
+    reserve_.reset();
+    os::UniqueFd fd(accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (fd.valid()) refuse(fd.get(), make_error(MLOS_ERR_DAEMON_UNAVAILABLE, "mlosd is out of file descriptors"));
+    fd.reset();
+    reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  if (!reserve_.valid() && listening_ && epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr) == 0) {
+    listening_ = false;
+  }
+}
+
+void ControlServer::resume_listening() {
+  if (!reserve_.valid()) reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (reserve_.valid() && watch(epoll_.get(), listen_.get(), kListen, EPOLLIN)) listening_ = true;
+}
 
 void ControlServer::accept_clients() {
-  for (;;) {
+  // Bounded, so that a flood of connections cannot starve the clients
+  // already connected (the listener is level-triggered: the rest wait for
+  // the next round).
+  for (int round = 0; round < 64 && listening_; ++round) {
     int fd = accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        shed_connection();
+        continue;
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK) log_message(MLOS_LOG_WARN, std::string("accept: ") + strerror(errno));
       return;
     }
     auto c = std::make_unique<Client>();
     c->fd.reset(fd);
     auto peer = os::peer_credentials(fd);
-    if (!peer || static_cast<int>(clients_.size()) >= config_.max_clients) {
-      if (peer) {
-        (void)os::send_all(fd, encode_frame(FrameKind::kReply,
-                                            error_reply(0, make_error(MLOS_ERR_DAEMON_UNAVAILABLE,
-                                                                      "too many clients; try again later")))
-                                   .value());
-      }
-      continue;  // closed by ~Client
+    if (!peer) continue;  // closed by ~Client
+    const auto held = connections_by_uid_.find(peer->uid);
+    UserHoldings holdings;
+    holdings.connections = held == connections_by_uid_.end() ? 0 : held->second;
+    if (Status s = check_connection_quota(jobs_.quotas(), peer->uid, holdings, static_cast<int>(clients_.size()),
+                                          config_.max_clients);
+        !s) {
+      refuse(fd, s.error());
+      continue;
     }
+    // The connecting process by pidfd: every later act on the peer goes
+    // through it, never through the bare pid, which may be reused.
+    auto process = os::ProcessHandle::socket_peer(fd);
+    if (!process) {
+      refuse(fd, make_sys_error(process.error().sys_errno,
+                                "mlosd cannot hold on to the connecting process: " + process.error().describe(),
+                                process.error().sys_errno == EMFILE || process.error().sys_errno == ENFILE
+                                    ? MLOS_ERR_DAEMON_UNAVAILABLE
+                                    : MLOS_ERR_PERMISSION));
+      continue;
+    }
+    c->process = std::move(*process);
     c->peer = *peer;
+    c->peer.process = &c->process;
+    c->last_active_ns = monotonic_ns();
     if (!watch(epoll_.get(), fd, kClient, EPOLLIN | EPOLLRDHUP)) continue;
+    ++connections_by_uid_[peer->uid];
     clients_.emplace(fd, std::move(c));
   }
+}
+
+void ControlServer::close_idle_clients(uint64_t now_ns) {
+  const uint64_t limit = static_cast<uint64_t>(config_.client_idle_timeout_ms) * 1000000ull;
+  std::vector<int> idle;
+  for (const auto& [fd, c] : clients_) {
+    if (now_ns - c->last_active_ns > limit) idle.push_back(fd);
+  }
+  for (int fd : idle) close_client(fd);
 }
 
 void ControlServer::on_client(int fd, uint32_t events) {
@@ -140,6 +218,7 @@ void ControlServer::on_client(int fd, uint32_t events) {
         c.out.clear();
         break;
       }
+      c.last_active_ns = monotonic_ns();
       // At most one descriptor rides with a request: extras are closed.
       while (c.fds.size() > 1) c.fds.pop_back();
       c.decoder.feed(std::string_view(buf, *n));
@@ -171,27 +250,48 @@ void ControlServer::on_client(int fd, uint32_t events) {
   if (c.closing && c.out.empty()) close_client(fd);
 }
 
-void ControlServer::sync_owner_watches() {
-  std::set<uint64_t> live;
-  for (const auto& [job, owner] : jobs_.owners()) {
-    live.insert(job);
-    if (watches_.count(job)) continue;
-    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, owner.pid, 0));
-    if (pidfd < 0) continue;  // gone already (the next tick prunes it) or no pidfd: ticks find it
-    os::UniqueFd owned(pidfd);
-    // The pid may have been reused before the pidfd was taken.
-    if (!os::is_alive(owner) || !watch(epoll_.get(), pidfd, kPidfd, EPOLLIN)) continue;
-    pidfd_job_[pidfd] = job;
-    watches_.emplace(job, std::move(owned));
-  }
-  for (auto it = watches_.begin(); it != watches_.end();) {
-    if (live.count(it->first)) {
+void ControlServer::sync_owner_watches(bool retry) {
+  if (jobs_.jobs_version() == owners_version_ && !retry) return;
+  owners_version_ = jobs_.jobs_version();
+  std::map<OwnerKey, std::vector<uint64_t>> want;
+  for (const auto& [job, owner] : jobs_.owners()) want[{owner.pid, owner.start_time}].push_back(job);
+  for (auto it = owner_watches_.begin(); it != owner_watches_.end();) {
+    if (want.count(it->first)) {
       ++it;
       continue;
     }
-    pidfd_job_.erase(it->second.get());
-    it = watches_.erase(it);  // closing removes it from epoll
+    pidfd_owner_.erase(it->second.handle.fd());
+    it = owner_watches_.erase(it);  // closing the pidfd takes it out of epoll
   }
+  for (auto& [key, jobs] : want) {
+    auto it = owner_watches_.find(key);
+    if (it == owner_watches_.end()) {
+      // Opened by pid, then checked to be the recorded process: a pid
+      // reused since the job was granted is not watched in its place.
+      auto handle = os::ProcessHandle::open(key.first);
+      if (!handle) continue;  // gone (the next tick prunes it) or out of descriptors (ticks check it)
+      auto id = handle->identity();
+      if (!id || id->start_time != key.second || !watch(epoll_.get(), handle->fd(), kPidfd, EPOLLIN)) continue;
+      pidfd_owner_[handle->fd()] = key;
+      it = owner_watches_.emplace(key, OwnerWatch{std::move(*handle), {}}).first;
+    }
+    for (uint64_t job : jobs) jobs_.set_owner_watched(job, true);
+    it->second.jobs = std::move(jobs);
+  }
+}
+
+void ControlServer::owner_exited(int pidfd) {
+  auto owner = pidfd_owner_.find(pidfd);
+  if (owner == pidfd_owner_.end()) return;
+  auto it = owner_watches_.find(owner->second);
+  pidfd_owner_.erase(owner);
+  if (it == owner_watches_.end()) return;
+  // A readable pidfd is proof: every job of that process goes, with one
+  // registry write.
+  const std::vector<uint64_t> jobs = std::move(it->second.jobs);
+  owner_watches_.erase(it);
+  jobs_.owner_exited(jobs);
+  sync_owner_watches();
 }
 
 void ControlServer::sync_memory_wakeups() {
@@ -210,9 +310,15 @@ void ControlServer::sync_memory_wakeups() {
 }
 
 void ControlServer::sample(bool metrics_due) {
-  jobs_.tick();
-  sync_owner_watches();
+  // Owners with a pidfd are not read from /proc on every tick; every one is
+  // checked on a slower sweep, which also retries pidfds that could not be
+  // taken (descriptor limit).
+  const bool sweep = ticks_ % kSweepEveryTicks == 0;
+  jobs_.tick(sweep);
+  sync_owner_watches(sweep);
   sync_memory_wakeups();
+  close_idle_clients(monotonic_ns());
+  if (!listening_) resume_listening();
   if (!metrics_due) return;
   metrics_.update(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
@@ -247,6 +353,7 @@ Status ControlServer::run() {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signals_.reset(signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_.valid()) return make_sys_error(errno, "signalfd");
+  reserve_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
   for (auto [fd, tag] : {std::pair{listen_.get(), kListen}, {timer_.get(), kTimer}, {signals_.get(), kSignal}}) {
     if (Status s = watch(epoll_.get(), fd, tag, EPOLLIN); !s) return s;
   }
@@ -274,16 +381,16 @@ Status ControlServer::run() {
         auto it = memory_wakeups_.find(fd);
         if (it != memory_wakeups_.end()) jobs_.memory_woke(it->second, fd);
       } else if (kind == kPidfd) {
-        auto it = pidfd_job_.find(fd);
-        if (it != pidfd_job_.end()) {
-          jobs_.owner_exited(it->second);
-          sync_owner_watches();
-        }
+        owner_exited(fd);
       } else if (kind == kSignal) {
         signalfd_siginfo si;
         if (read(fd, &si, sizeof si) > 0) {
-          log_message(MLOS_LOG_INFO, std::string("mlosd: ") + strsignal(static_cast<int>(si.ssi_signo)) +
+          log_message(MLOS_LOG_INFO, std::string(strsignal(static_cast<int>(si.ssi_signo))) +
                                          ", stopping; jobs are kept for the next mlosd");
+          if (Status s = jobs_.write_snapshot(); !s) {
+            log_message(MLOS_LOG_WARN, "registry snapshot at stop: " + s.error().describe() +
+                                           " (the journal still holds every change)");
+          }
           return Status::Ok();
         }
       }

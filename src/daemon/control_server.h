@@ -1,9 +1,13 @@
 // mlosd's event loop: one thread, epoll over the listening socket, the
 // clients, a sampling timer, one pidfd per job owner (readable when that
-// process exits, so its job is pruned at once) and a signalfd for
-// SIGTERM/SIGINT, plus the memory-threshold eventfds of watched jobs. Requests are decoded with FrameDecoder, authenticated with
-// SO_PEERCRED and handed to JobManager. A malformed frame gets an error reply
-// and the connection is closed; the daemon stays up.
+// process exits, so its jobs are pruned at once) and a signalfd for
+// SIGTERM/SIGINT, plus the memory-threshold eventfds of watched jobs.
+// Requests are decoded with FrameDecoder, authenticated with SO_PEERCRED and
+// the connecting process's pidfd (SO_PEERPIDFD), and handed to JobManager. A
+// malformed frame gets an error reply and the connection is closed; the
+// daemon stays up. Per-uid connection quotas, an idle timeout and a reserve
+// descriptor keep one user from taking every slot or spinning the loop
+// (docs/security.md).
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +27,7 @@
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
 #include "os/peer_credentials.h"
+#include "os/process_handle.h"
 #include "os/unique_fd.h"
 
 namespace mlos::daemon {
@@ -44,20 +50,38 @@ class ControlServer {
  private:
   struct Client {
     os::UniqueFd fd;
-    os::PeerCredentials peer;
+    os::PeerCredentials peer;   // peer.process points at `process`
+    os::ProcessHandle process;  // the connecting process, by pidfd
     FrameDecoder decoder{64 * 1024};
     std::vector<os::UniqueFd> fds;  // received with the request being read
     std::string out;                // reply bytes not yet written
     bool closing = false;           // close once `out` is flushed
+    uint64_t last_active_ns = 0;    // last byte received (idle timeout)
   };
+  // One pidfd per job owner (not per job), readable when it exits.
+  struct OwnerWatch {
+    os::ProcessHandle handle;
+    std::vector<uint64_t> jobs;
+  };
+  using OwnerKey = std::pair<int, uint64_t>;  // pid, start time
 
   void accept_clients();
+  // The listener woke with no descriptor left to accept into: accept one
+  // connection into the reserve descriptor and close it with an error, so
+  // the backlog drains instead of waking the loop forever; with no reserve
+  // either, stop polling the listener until a descriptor is freed.
+  void shed_connection();
+  void resume_listening();
+  void close_idle_clients(uint64_t now_ns);
   void on_client(int fd, uint32_t events);
   void queue_reply(Client& c, const nlohmann::json& reply);
   void flush(Client& c);
   void close_client(int fd);
   void sample(bool metrics_due);
-  void sync_owner_watches();
+  // Brings the owner pidfds to JobManager's jobs; `retry` also retries
+  // owners whose pidfd could not be taken before (fd limit).
+  void sync_owner_watches(bool retry = false);
+  void owner_exited(int pidfd);
   // Brings epoll to JobManager::memory_wakeups().
   void sync_memory_wakeups();
   void write_textfile();
@@ -67,9 +91,14 @@ class ControlServer {
   JobMetrics& metrics_;
   nlohmann::json info_;
   os::UniqueFd epoll_, listen_, timer_, signals_;
+  os::UniqueFd reserve_;        // /dev/null, given up to accept when out of descriptors
+  bool listening_ = true;       // the listener is in epoll
+  uint64_t shed_connections_ = 0;
   std::map<int, std::unique_ptr<Client>> clients_;
-  std::map<int, uint64_t> pidfd_job_;       // pidfd -> job
-  std::map<uint64_t, os::UniqueFd> watches_;  // job -> pidfd
+  std::map<uint32_t, int> connections_by_uid_;
+  std::map<OwnerKey, OwnerWatch> owner_watches_;
+  std::map<int, OwnerKey> pidfd_owner_;         // pidfd -> its owner
+  uint64_t owners_version_ = UINT64_MAX;        // JobManager's jobs_version at the last sync
   std::map<int, uint64_t> memory_wakeups_;    // fd (owned by JobManager) -> job
   uint64_t memory_wakeups_version_ = UINT64_MAX;  // JobManager's at the last sync
   uint64_t ticks_ = 0;

@@ -1,5 +1,6 @@
 #include "daemon/daemon_client.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -33,11 +34,27 @@ Error error_from_reply(const json& reply) {
   return make_error(code, "mlosd: " + message);
 }
 
+namespace {
+
+// Something to read, or the daemon's end closed, before a request is sent.
+bool input_pending(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace
+
+bool nobody_listens(const Error& e) {
+  return e.code == MLOS_ERR_DAEMON_UNAVAILABLE && (e.sys_errno == ENOENT || e.sys_errno == ECONNREFUSED);
+}
+
 Result<DaemonClient> DaemonClient::connect(const std::string& path, int timeout_ms) {
-  auto fd = os::connect_unix(path);
+  auto fd = os::connect_unix(path, timeout_ms);
   if (!fd) {
-    return make_sys_error(fd.error().sys_errno, "no mlosd answers at " + path + " (" + fd.error().message + ")",
-                          MLOS_ERR_DAEMON_UNAVAILABLE);
+    const int err = fd.error().sys_errno;
+    const std::string why = err == EAGAIN ? "mlosd at " + path + " is saturated (its backlog stayed full)"
+                                          : "no mlosd answers at " + path;
+    return make_sys_error(err, why + " (" + fd.error().message + ")", MLOS_ERR_DAEMON_UNAVAILABLE);
   }
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   setsockopt(fd->get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -52,6 +69,17 @@ Result<DaemonClient> DaemonClient::connect(const std::string& path, int timeout_
 Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, bool* sent) {
   if (sent != nullptr) *sent = false;
   if (!fd_.valid()) return make_error(MLOS_ERR_DAEMON_UNAVAILABLE, "connection to mlosd is closed");
+  // In version 1 mlosd sends nothing unsolicited: input before a request is
+  // its refusal of the connection (one error reply, e.g. a quota) or its
+  // close (idle timeout, restart). Either is found before anything is
+  // written, so the caller knows the request was not sent.
+  if (input_pending(fd_.get())) {
+    FrameDecoder decoder;
+    auto early = read_frame(decoder);
+    fd_.reset();
+    if (early && early->has_value() && (*early)->value("ok", true) == false) return error_from_reply(**early);
+    return make_error(MLOS_ERR_DAEMON_UNAVAILABLE, "mlosd at " + path_ + " closed the connection");
+  }
   const uint64_t id = next_id_++;
   args["op"] = op;
   args["id"] = id;
@@ -64,27 +92,38 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   if (Status s = os::send_all(fd_.get(), *bytes, pass_fd); !s) return broken(s.error());
   if (sent != nullptr) *sent = true;
   FrameDecoder decoder;
+  auto reply = read_frame(decoder);
+  if (!reply) {
+    if (reply.error().code == MLOS_ERR_TIMEOUT) {
+      fd_.reset();
+      return make_error(MLOS_ERR_TIMEOUT, "mlosd at " + path_ + " did not reply to '" + op + "' in time");
+    }
+    return broken(reply.error());
+  }
+  if (!reply->has_value()) return broken(make_error(MLOS_ERR_SYSTEM, "connection closed by mlosd"));
+  if (!(*reply)->contains("id") || (**reply)["id"] != id) {
+    return broken(make_error(MLOS_ERR_SYSTEM, "reply out of order"));
+  }
+  if ((*reply)->value("ok", false) != true) return error_from_reply(**reply);
+  return std::move(**reply);
+}
+
+Result<std::optional<json>> DaemonClient::read_frame(FrameDecoder& decoder) {
   char buf[16384];
   for (;;) {
     auto frame = decoder.next();
-    if (!frame) return broken(frame.error());
+    if (!frame) return frame.error();
     if (frame->has_value()) {
-      const json& reply = (*frame)->payload;
       if ((*frame)->kind != FrameKind::kReply) continue;  // events are not for this call
-      if (!reply.contains("id") || reply["id"] != id) return broken(make_error(MLOS_ERR_SYSTEM, "reply out of order"));
-      if (reply.value("ok", false) != true) return error_from_reply(reply);
-      return reply;
+      return std::optional<json>(std::move((*frame)->payload));
     }
     auto n = os::recv_some(fd_.get(), buf, sizeof buf, nullptr);
     if (!n) {
       const int err = n.error().sys_errno;
-      if (err == EAGAIN || err == EWOULDBLOCK) {
-        fd_.reset();
-        return make_error(MLOS_ERR_TIMEOUT, "mlosd at " + path_ + " did not reply to '" + op + "' in time");
-      }
-      return broken(n.error());
+      if (err == EAGAIN || err == EWOULDBLOCK) return make_error(MLOS_ERR_TIMEOUT, "no reply in time");
+      return n.error();
     }
-    if (*n == 0) return broken(make_error(MLOS_ERR_SYSTEM, "connection closed by mlosd"));
+    if (*n == 0) return std::optional<json>();
     decoder.feed(std::string_view(buf, *n));
   }
 }

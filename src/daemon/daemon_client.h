@@ -3,11 +3,13 @@
 // the mlos CLI. Blocking, with a timeout on every reply.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "daemon/frame_codec.h"
 #include "os/unique_fd.h"
 
 namespace mlos::daemon {
@@ -35,11 +37,20 @@ class DaemonClient {
 
  private:
   DaemonClient(os::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  // The next reply frame's payload (events skipped); nullopt at end of
+  // stream, TIMEOUT when the receive timeout passes first.
+  Result<std::optional<nlohmann::json>> read_frame(FrameDecoder& decoder);
   os::UniqueFd fd_;
   std::string path_;
   uint64_t next_id_ = 1;
   nlohmann::json hello_;
 };
+
+// True for the connect errors that mean no daemon is there at all (no
+// socket file, or nothing accepting on it): the only case in which
+// MLOS_MODE=auto may fall back to the embedded engine. A daemon that is up
+// but refuses, is saturated or times out is an error the caller sees.
+bool nobody_listens(const Error& e);
 
 // The reply for a failed request: {"id", "ok": false, "error": {"code",
 // "name", "message"}}; the client turns it back into the Error.

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_fields.h"
 #include "core/memory_pressure_json.h"
 
 namespace mlos::daemon {
@@ -15,14 +16,6 @@ namespace {
 std::string str(const json& j, const char* key) {
   if (!j.is_string()) throw std::invalid_argument(std::string(key) + " must be a string");
   return j.get<std::string>();
-}
-
-int int_in(const json& j, const char* key, int lo, int hi) {
-  if (!j.is_number_integer() || j.get<int64_t>() < lo || j.get<int64_t>() > hi) {
-    throw std::invalid_argument(std::string(key) + " must be an integer in " + std::to_string(lo) + ".." +
-                                std::to_string(hi));
-  }
-  return j.get<int>();
 }
 
 }  // namespace
@@ -60,11 +53,15 @@ Status DaemonConfig::merge(const json& c) {
       } else if (key == "metrics_textfile") {
         next.metrics_textfile = str(v, "metrics_textfile");
       } else if (key == "sample_interval_ms") {
-        next.sample_interval_ms = int_in(v, "sample_interval_ms", 10, 60000);
+        next.sample_interval_ms = int_in_range(v, "sample_interval_ms", 10, 60000);
       } else if (key == "metrics_interval_ms") {
-        next.metrics_interval_ms = int_in(v, "metrics_interval_ms", 100, 600000);
+        next.metrics_interval_ms = int_in_range(v, "metrics_interval_ms", 100, 600000);
       } else if (key == "max_clients") {
-        next.max_clients = int_in(v, "max_clients", 1, 65536);
+        next.max_clients = int_in_range(v, "max_clients", 1, 65536);
+      } else if (key == "client_idle_timeout_ms") {
+        next.client_idle_timeout_ms = int_in_range(v, "client_idle_timeout_ms", 100, 86400000);
+      } else if (key == "quotas") {
+        if (Status s = next.quotas.merge(v); !s) return make_error(MLOS_ERR_INVALID_ARGUMENT, s.error().message);
       } else if (key == "arbitration") {
         auto policy = ArbitrationPolicy::from_json(v);
         if (!policy) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration: " + policy.error().message);
@@ -110,6 +107,8 @@ json DaemonConfig::to_json() const {
               {"sample_interval_ms", sample_interval_ms},
               {"metrics_interval_ms", metrics_interval_ms},
               {"max_clients", max_clients},
+              {"client_idle_timeout_ms", client_idle_timeout_ms},
+              {"quotas", quotas.to_json()},
               {"arbitration", arbitration},
               {"memory_pressure", thresholds_to_json(memory_thresholds)}};
 }

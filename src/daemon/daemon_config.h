@@ -14,6 +14,7 @@
 #include "core/memory_pressure.h"
 #include "core/status.h"
 #include "daemon/arbitration_policy.h"
+#include "daemon/user_quotas.h"
 
 namespace mlos::daemon {
 
@@ -28,6 +29,11 @@ struct DaemonConfig {
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights
   int metrics_interval_ms = 1000;    // cgroup usage and metrics
   int max_clients = 1024;
+  // A connection that sends nothing for this long is closed (clients
+  // reconnect on their next call), so idle connections cannot hold the
+  // daemon's slots or descriptors.
+  int client_idle_timeout_ms = 60000;
+  UserQuotas quotas;
   ArbitrationPolicy policy = ArbitrationPolicy::defaults();
   nlohmann::json arbitration = nlohmann::json::object();  // as given, for --check-config
   // Memory-pressure thresholds for jobs that give none (see

@@ -7,6 +7,7 @@
 #include "core/json_fields.h"
 #include "core/memory_pressure_json.h"
 #include "core/phase_policy.h"
+#include "os/log_sink.h"
 #include "os/memory_sources.h"
 
 namespace mlos::daemon {
@@ -87,23 +88,61 @@ const char* phase_label(bool marked, mlos_training_phase_t phase) {
 JobManager::JobManager(JobManagerDeps deps)
     : d_(std::move(deps)), cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none") {}
 
-Status JobManager::save() const {
+JobRegistry JobManager::registry() const {
   JobRegistry r;
   r.next_id = next_id_;
   for (const auto& [id, j] : jobs_) r.jobs.push_back(j.record);
-  return d_.state->save(r.to_json());
+  return r;
 }
 
-CpuUsage JobManager::usage() const {
-  CpuUsage u;
-  for (const auto& [id, j] : jobs_) {
-    if (j.record.exclusive) {
-      u.exclusive = u.exclusive | j.record.cpus;
-    } else {
-      for (int c : j.record.cpus.to_vector()) ++u.shared_load[c];
+Status JobManager::persist(const Live& job) {
+  Status s = d_.state->put(job.record, next_id_);
+  if (s) compact_if_due();
+  return s;
+}
+
+Status JobManager::persist_removal(const std::vector<uint64_t>& ids) {
+  Status s = d_.state->remove(ids);
+  if (s) {
+    compact_if_due();
+  } else {
+    // The jobs are gone already (their CPUs must not stay booked): the
+    // registry on disk catches up at the next tick that can write.
+    registry_behind_ = true;
+    log_message(MLOS_LOG_WARN, "registry: could not record " + std::to_string(ids.size()) +
+                                   " job(s) as gone, retrying: " + s.error().describe());
+  }
+  return s;
+}
+
+void JobManager::compact_if_due() {
+  if (!registry_behind_ && !d_.state->compaction_due()) return;
+  if (Status s = write_snapshot(); !s) {
+    log_message(MLOS_LOG_WARN, "registry compaction failed (the journal keeps every change): " +
+                                   s.error().describe());
+  }
+}
+
+Status JobManager::write_snapshot() {
+  Status s = d_.state->compact(registry());
+  if (s) registry_behind_ = false;
+  return s;
+}
+
+void JobManager::book(const JobRecord& r, int sign) {
+  ++jobs_version_;
+  if (r.exclusive) {
+    usage_.exclusive = sign > 0 ? usage_.exclusive | r.cpus : usage_.exclusive.minus(r.cpus);
+  } else {
+    for (int c : r.cpus.to_vector()) {
+      if ((usage_.shared_load[c] += sign) <= 0) usage_.shared_load.erase(c);
     }
   }
-  return u;
+  UserHoldings& h = holdings_[r.uid];
+  h.jobs += sign;
+  if (r.exclusive) h.exclusive_cpus += sign * r.cpus.count();
+  h.memory_bytes = sign > 0 ? h.memory_bytes + r.memory_bytes : h.memory_bytes - std::min(h.memory_bytes, r.memory_bytes);
+  if (h.jobs <= 0) holdings_.erase(r.uid);
 }
 
 Result<std::vector<std::string>> JobManager::recover() {
@@ -112,11 +151,7 @@ Result<std::vector<std::string>> JobManager::recover() {
   if (!loaded) return loaded.error();
   JobRegistry registry;
   if (loaded->has_value()) {
-    auto parsed = JobRegistry::from_json(**loaded);
-    if (!parsed) {
-      return make_error(MLOS_ERR_STATE_CORRUPT, d_.state->path() + ": " + parsed.error().message);
-    }
-    registry = std::move(*parsed);
+    registry = std::move(**loaded);
   } else {
     report.push_back("no state file at " + d_.state->path() + ": starting with no jobs");
   }
@@ -154,6 +189,7 @@ Result<std::vector<std::string>> JobManager::recover() {
       }
     }
     jobs_.emplace(r.id, std::move(live));
+    book(r, +1);
     Live& j = jobs_.at(r.id);
     follow_phase(j);
     apply_cgroup(j, true);
@@ -173,7 +209,7 @@ Result<std::vector<std::string>> JobManager::recover() {
     const bool existed = std::find(cgroups.begin(), cgroups.end(), r.cgroup()) != cgroups.end();
     const bool first_of_owner = owners_seen.insert(r.owner.pid).second;
     if (d_.cgroups && j.weight != 0 && !existed && first_of_owner) {
-      (void)d_.cgroups->attach(r.cgroup(), r.owner.pid);
+      (void)d_.move_process(r.cgroup(), r.owner, 0);
     }
     report.push_back("adopted job " + std::to_string(r.id) + " (" + r.label + "): pid " + std::to_string(r.owner.pid) +
                      ", CPUs " + r.cpus.to_list() + (j.page ? ", phase page mapped" : ""));
@@ -186,8 +222,9 @@ Result<std::vector<std::string>> JobManager::recover() {
       report.push_back("left stray cgroup " + name + ": it still has processes or cannot be read");
     }
   }
+  // A fresh snapshot of what was adopted; the journal starts empty.
   if (!plan.prune.empty() || loaded->has_value()) {
-    if (Status s = save(); !s) return s.error();
+    if (Status s = write_snapshot(); !s) return s.error();
   }
   return report;
 }
@@ -268,9 +305,20 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   std::string label;
   auto req = parse_placement(args, &priority, &label, &page_fd);
   if (!req) return req.error();
-  auto owner = d_.identify(peer.pid);
+  // The job belongs to the process that connected, and only while it is
+  // still that process running as that user (see JobManagerDeps).
+  auto owner = d_.peer_process(peer);
   if (!owner) return owner.error();
-  auto placement = plan_placement(d_.topology, d_.allowed, usage(), d_.memory(), *req);
+  if (next_id_ > JobRegistry::kMaxJobId) {
+    return make_error(MLOS_ERR_STATE_CORRUPT, "job ids are exhausted (next_id " + std::to_string(next_id_) + ")");
+  }
+  const auto held = holdings_.find(peer.uid);
+  if (Status s = check_job_quota(d_.quotas, peer.uid, held == holdings_.end() ? UserHoldings{} : held->second,
+                                 req->exclusive ? req->num_cpus : 0, req->memory_bytes, node_cpus());
+      !s) {
+    return s.error();
+  }
+  auto placement = plan_placement(d_.topology, d_.allowed, usage_, d_.memory(), *req);
   if (!placement) return placement.error();
 
   Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
@@ -283,7 +331,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.exclusive = req->exclusive;
   r.memory_bytes = req->memory_bytes;
   r.priority = priority;
-  r.label = label.empty() ? "pid-" + std::to_string(peer.pid) : label;
+  r.label = label.empty() ? "pid-" + std::to_string(owner->pid) : label;
   r.created_unix = d_.now_unix();
   if (page.valid()) {
     auto mapped = os::SharedPage::map_readonly(page.get());
@@ -305,15 +353,17 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   ++next_id_;
   auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
   Live& live = it->second;
+  book(live.record, +1);
   apply_cgroup(live, true);
   if (d_.cgroups && live.weight != 0) {
     if (sibling != nullptr) {
       live.notes.push_back("cgroup: process already in " + sibling->record.cgroup() + " (one cgroup per process)");
-    } else if (Status s = d_.cgroups->attach(live.record.cgroup(), peer.pid); !s) {
-      live.notes.push_back("cgroup: could not move pid " + std::to_string(peer.pid) + " in: " + s.error().describe());
+    } else if (Status s = d_.move_process(live.record.cgroup(), live.record.owner, peer.uid); !s) {
+      live.notes.push_back("cgroup: could not move pid " + std::to_string(live.record.owner.pid) +
+                           " in: " + s.error().describe());
     }
   }
-  if (Status s = save(); !s) {
+  if (Status s = persist(live); !s) {
     forget(live.record.id, "state file not saved");
     return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
   }
@@ -345,7 +395,7 @@ Status JobManager::release(const os::PeerCredentials& peer, uint64_t job) {
   auto j = owned_job(peer, job);
   if (!j) return j.error();
   forget(job, "released");
-  return save();
+  return persist_removal({job});
 }
 
 Status JobManager::set_phase(const os::PeerCredentials& peer, uint64_t job, int phase) {
@@ -368,18 +418,11 @@ Status JobManager::attach(const os::PeerCredentials& peer, uint64_t job, pid_t p
   if (!j) return j.error();
   if (!d_.cgroups) return make_error(MLOS_ERR_UNSUPPORTED, "mlosd runs without cgroups (--cgroups none)");
   if (pid <= 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "pid must be > 0");
-  // The caller must own the process it moves (root may move any).
+  // The caller must own the process it moves (root may move any):
+  // move_process checks the uids of the very process it moves.
   auto target = d_.identify(pid);
   if (!target) return target.error();
-  if (peer.uid != 0) {
-    auto owner_uid = d_.uid_of ? d_.uid_of(pid) : Result<uid_t>(make_error(MLOS_ERR_UNSUPPORTED, "no uid lookup"));
-    if (!owner_uid) return owner_uid.error();
-    if (*owner_uid != peer.uid) {
-      return make_error(MLOS_ERR_PERMISSION, "pid " + std::to_string(pid) + " belongs to uid " +
-                                                 std::to_string(*owner_uid) + ", not " + std::to_string(peer.uid));
-    }
-  }
-  return d_.cgroups->attach((*j)->record.cgroup(), pid);
+  return d_.move_process((*j)->record.cgroup(), *target, peer.uid);
 }
 
 void JobManager::forget(uint64_t id, const std::string& /*why*/) {
@@ -393,6 +436,8 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
     (void)d_.cgroups->detach(name);
     (void)d_.cgroups->remove(name);
   }
+  book(it->second.record, -1);
+  watched_.erase(id);
   jobs_.erase(it);
 }
 
@@ -437,7 +482,7 @@ Result<json> JobManager::watch_memory(const os::PeerCredentials& peer, const jso
   auto j = owned_job(peer, id);
   if (!j) return j.error();
   if (Status s = start_memory_watch(**j, std::move(doorbell), owner_fd, thresholds); !s) return s.error();
-  if (Status s = save(); !s) return s.error();
+  if (Status s = persist(**j); !s) return s.error();
   return json{{"report", report_to_json((*j)->memory->report())},
               {"thresholds", thresholds_to_json((*j)->memory->thresholds())}};
 }
@@ -492,12 +537,12 @@ void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node
   j.memory->observe(f, d_.now_ns());
 }
 
-std::vector<uint64_t> JobManager::tick() {
+std::vector<uint64_t> JobManager::tick(bool check_every_owner) {
   std::vector<uint64_t> pruned;
   // The node's figures once per tick, only when some job is watched.
   std::optional<std::optional<MemoryFigures>> node;
   for (auto& [id, j] : jobs_) {
-    if (!d_.is_alive(j.record.owner)) {
+    if ((check_every_owner || !watched_.count(id)) && !d_.is_alive(j.record.owner)) {
       pruned.push_back(id);
     } else {
       follow_phase(j);
@@ -508,16 +553,31 @@ std::vector<uint64_t> JobManager::tick() {
     }
   }
   for (uint64_t id : pruned) forget(id, "owner gone");
-  if (!pruned.empty()) (void)save();
+  if (!pruned.empty()) {
+    (void)persist_removal(pruned);  // one entry for all of them
+  } else if (registry_behind_) {
+    compact_if_due();
+  }
   return pruned;
 }
 
-bool JobManager::owner_exited(uint64_t job) {
-  auto it = jobs_.find(job);
-  if (it == jobs_.end() || d_.is_alive(it->second.record.owner)) return false;
-  forget(job, "owner gone");
-  (void)save();
-  return true;
+std::vector<uint64_t> JobManager::owner_exited(const std::vector<uint64_t>& jobs) {
+  std::vector<uint64_t> pruned;
+  for (uint64_t job : jobs) {
+    if (!jobs_.count(job)) continue;
+    forget(job, "owner gone");
+    pruned.push_back(job);
+  }
+  if (!pruned.empty()) (void)persist_removal(pruned);  // one entry for all of them
+  return pruned;
+}
+
+void JobManager::set_owner_watched(uint64_t job, bool watched) {
+  if (watched && jobs_.count(job)) {
+    watched_.insert(job);
+  } else {
+    watched_.erase(job);
+  }
 }
 
 std::vector<std::pair<uint64_t, ProcessId>> JobManager::owners() const {
@@ -528,47 +588,50 @@ std::vector<std::pair<uint64_t, ProcessId>> JobManager::owners() const {
 
 std::vector<JobSample> JobManager::samples() const {
   std::vector<JobSample> out;
-  for (const auto& [id, j] : jobs_) {
-    JobSample s;
-    s.job = j.record.cgroup();
-    s.label = j.record.label;
-    s.phase = j.phase;
-    if (auto snap = phase_snapshot(j)) {
-      s.phase = snap->phase;
-      const uint64_t now = d_.now_ns();
-      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-        uint64_t ns = snap->phase_ns[p];
-        // A page records completed visits; add the running one.
-        if (j.page && p == snap->phase && now > snap->entered_ns) ns += now - snap->entered_ns;
-        s.phase_seconds[p] = static_cast<double>(ns) / 1e9;
-        s.phase_entries[p] = snap->entries[p];
-      }
-    }
-    if (d_.cgroups) {
-      if (auto u = d_.cgroups->usage(j.record.cgroup())) {
-        if (u->cpu_usage_ns) s.cpu_seconds = static_cast<double>(*u->cpu_usage_ns) / 1e9;
-        if (u->memory_stall_us) s.memory_stall_seconds = static_cast<double>(*u->memory_stall_us) / 1e6;
-        s.memory_bytes = u->memory_bytes;
-      }
-    }
-    if (j.record.memory_bytes > 0) s.memory_limit_bytes = j.record.memory_bytes;
-    if (j.memory) {
-      s.memory_pressure_level = static_cast<int>(j.memory->report().level);
-      s.memory_pressure_changes = j.memory->report().sequence;
-    }
-    out.push_back(std::move(s));
-  }
+  for (const auto& [id, j] : jobs_) out.push_back(sample(j));
   return out;
 }
 
-json JobManager::status() const {
+JobSample JobManager::sample(const Live& j) const {
+  JobSample s;
+  s.job = j.record.cgroup();
+  s.label = j.record.label;
+  s.phase = j.phase;
+  if (auto snap = phase_snapshot(j)) {
+    s.phase = snap->phase;
+    const uint64_t now = d_.now_ns();
+    for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+      uint64_t ns = snap->phase_ns[p];
+      // A page records completed visits; add the running one.
+      if (j.page && p == snap->phase && now > snap->entered_ns) ns += now - snap->entered_ns;
+      s.phase_seconds[p] = static_cast<double>(ns) / 1e9;
+      s.phase_entries[p] = snap->entries[p];
+    }
+  }
+  if (d_.cgroups) {
+    if (auto u = d_.cgroups->usage(j.record.cgroup())) {
+      if (u->cpu_usage_ns) s.cpu_seconds = static_cast<double>(*u->cpu_usage_ns) / 1e9;
+      if (u->memory_stall_us) s.memory_stall_seconds = static_cast<double>(*u->memory_stall_us) / 1e6;
+      s.memory_bytes = u->memory_bytes;
+    }
+  }
+  if (j.record.memory_bytes > 0) s.memory_limit_bytes = j.record.memory_bytes;
+  if (j.memory) {
+    s.memory_pressure_level = static_cast<int>(j.memory->report().level);
+    s.memory_pressure_changes = j.memory->report().sequence;
+  }
+  return s;
+}
+
+json JobManager::status(uint64_t after, size_t limit) const {
   json jobs = json::array();
-  const std::vector<JobSample> samples = this->samples();
-  size_t i = 0;
-  CpuSet exclusive;
-  for (const auto& [id, j] : jobs_) {
-    const JobSample& s = samples[i++];
-    if (j.record.exclusive) exclusive = exclusive | j.record.cpus;
+  // One page of jobs, by id after the cursor: only these are sampled (their
+  // cgroup files read), so a status costs the page, not the registry.
+  auto it = jobs_.upper_bound(after);
+  for (; it != jobs_.end() && jobs.size() < limit; ++it) {
+    const uint64_t id = it->first;
+    const Live& j = it->second;
+    const JobSample s = sample(j);
     json seconds = json::object(), entries = json::object();
     for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
       const char* name = mlos_training_phase_name(static_cast<mlos_training_phase_t>(p));
@@ -598,10 +661,13 @@ json JobManager::status() const {
     job["memory_stall_seconds"] = s.memory_stall_seconds ? json(*s.memory_stall_seconds) : json(nullptr);
     jobs.push_back(std::move(job));
   }
+  const bool more = it != jobs_.end();
   return json{{"cpus", d_.allowed.to_list()},
-              {"exclusive_cpus", exclusive.to_list()},
-              {"shared_pool", d_.allowed.minus(exclusive).to_list()},
+              {"exclusive_cpus", usage_.exclusive.to_list()},
+              {"shared_pool", d_.allowed.minus(usage_.exclusive).to_list()},
               {"cgroups", cgroup_version_},
+              {"total_jobs", jobs_.size()},
+              {"next_after", more ? json(std::prev(it)->first) : json(nullptr)},
               {"jobs", jobs}};
 }
 

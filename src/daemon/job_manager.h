@@ -14,10 +14,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,9 @@
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
+#include "daemon/registry_store.h"
+#include "daemon/user_quotas.h"
 #include "os/cgroup/cgroup_driver.h"
-#include "os/checked_json_file.h"
 #include "os/peer_credentials.h"
 #include "os/shared_page.h"
 #include "os/unique_fd.h"
@@ -47,11 +50,22 @@ struct JobManagerDeps {
   CpuSet allowed;                                   // the node's CPUs mlosd may hand out
   std::function<MemoryAvailability()> memory;
   std::shared_ptr<os::CgroupDriver> cgroups;        // null: no cgroups (--cgroups none)
-  std::shared_ptr<os::CheckedJsonFile> state;       // the registry file
+  std::shared_ptr<RegistryStore> state;             // the registry's files
   ArbitrationPolicy policy = ArbitrationPolicy::defaults();
   std::function<Result<ProcessId>(pid_t)> identify;  // pid -> pid + start time
+  // false only when the owner is provably gone (os::Liveness::kGone): a
+  // failure to look (EMFILE, ...) keeps the job.
   std::function<bool(const ProcessId&)> is_alive;
-  std::function<Result<uid_t>(pid_t)> uid_of;        // real uid of a process
+  // The connecting process as it is now, through the connection's pidfd:
+  // NO_SUCH_THREAD once it has exited (a connection handed to another
+  // process acts for nobody), PERMISSION once its real or effective uid is
+  // no longer the peer's (it exec'd a setuid program).
+  std::function<Result<ProcessId>(const os::PeerCredentials&)> peer_process;
+  // Moves `target` into job cgroup `cgroup` for `requester`: verifies that
+  // the pid still names `target` (not a reused pid) and, unless requester is
+  // root, that it runs with requester's real and effective uid.
+  std::function<Status(const std::string& cgroup, const ProcessId& target, uid_t requester)> move_process;
+  UserQuotas quotas;
   // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
   std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
   std::function<uint64_t()> now_ns;                 // monotonic
@@ -110,18 +124,38 @@ class JobManager {
   uint64_t memory_wakeups_version() const { return memory_wakeups_version_; }
   void memory_woke(uint64_t job, int fd);
 
-  // Drops the jobs of owners that are gone, follows phase pages and rewrites
-  // CPU weights of jobs whose phase changed, samples memory pressure of
-  // watched jobs. Returns the ids it pruned.
-  std::vector<uint64_t> tick();
-  // Prunes `job` if its owner is gone (its pidfd became readable).
-  bool owner_exited(uint64_t job);
+  // Follows phase pages and rewrites CPU weights of jobs whose phase
+  // changed, samples memory pressure of watched jobs, and drops the jobs of
+  // owners that are provably gone: of every job if `check_every_owner`,
+  // else only of jobs whose owner nobody watches (set_owner_watched), so
+  // that a tick reads no /proc file for owners the event loop holds a pidfd
+  // of. Saves the registry once if it pruned. Returns the ids it pruned.
+  std::vector<uint64_t> tick(bool check_every_owner = true);
+  // Prunes `jobs`, whose owner has provably exited (the pidfd the event
+  // loop held on it became readable); one registry write for all of them.
+  // Returns the pruned ids (those still known).
+  std::vector<uint64_t> owner_exited(const std::vector<uint64_t>& jobs);
+  // The event loop holds a pidfd on the job's owner (or no longer does).
+  void set_owner_watched(uint64_t job, bool watched);
 
-  nlohmann::json status() const;
+  // Rewrites the registry's snapshot and empties its journal (a clean
+  // stop does this, so the next start reads one file).
+  Status write_snapshot();
+
+  // Node figures and one page of jobs, by id, after job id `after` (0: from
+  // the first), at most `limit` of them; "next_after" is the cursor for the
+  // next page (null after the last), "total_jobs" the count.
+  nlohmann::json status(uint64_t after = 0, size_t limit = SIZE_MAX) const;
+  // What each uid holds in jobs (connections are the server's to count).
+  const std::map<uint32_t, UserHoldings>& holdings() const { return holdings_; }
+  const UserQuotas& quotas() const { return d_.quotas; }
+  int node_cpus() const { return d_.allowed.count(); }
   std::vector<JobSample> samples() const;
   const std::string& cgroup_version() const { return cgroup_version_; }
   // Owner of each job, for the daemon's pidfd watches.
   std::vector<std::pair<uint64_t, ProcessId>> owners() const;
+  // Changes whenever a job is granted or forgotten.
+  uint64_t jobs_version() const { return jobs_version_; }
 
  private:
   struct Live {
@@ -137,8 +171,16 @@ class JobManager {
   };
 
   Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
-  Status save() const;
-  CpuUsage usage() const;
+  JobRegistry registry() const;
+  // One change, durable before the reply (a journal entry), then a
+  // compaction if the journal has outgrown the snapshot.
+  Status persist(const Live& job);
+  Status persist_removal(const std::vector<uint64_t>& ids);
+  void compact_if_due();
+  // Books a job in (or out of) the node's CPU usage and its uid's holdings,
+  // kept incrementally so that a request costs the same at 10 jobs and at
+  // 10,000.
+  void book(const JobRecord& r, int sign);
   // Creates/updates the job's cgroup for its current phase; unsupported
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);
@@ -150,12 +192,18 @@ class JobManager {
   Status start_memory_watch(Live& job, os::UniqueFd doorbell, int owner_fd, const nlohmann::json& thresholds);
   void forget(uint64_t id, const std::string& why);
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
+  JobSample sample(const Live& job) const;
   os::CgroupLimits limits_for(const Live& job) const;
 
   JobManagerDeps d_;
   std::string cgroup_version_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;
+  CpuUsage usage_;
+  std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
+  std::map<uint32_t, UserHoldings> holdings_;
+  uint64_t jobs_version_ = 0;
+  bool registry_behind_ = false;  // a removal could not be written: snapshot at the next chance
   uint64_t memory_wakeups_version_ = 0;
 };
 

@@ -1,6 +1,8 @@
 #include "daemon/job_registry.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <set>
 
 #include "core/json_fields.h"
@@ -19,61 +21,105 @@ CpuSet list_field(const json& j, const char* key) {
 
 }  // namespace
 
+json JobRecord::to_json() const {
+  return json{{"id", id},
+              {"pid", owner.pid},
+              {"start_time", owner.start_time},
+              {"uid", uid},
+              {"cpus", cpus.to_list()},
+              {"mems", mems.to_list()},
+              {"exclusive", exclusive},
+              {"memory_bytes", memory_bytes},
+              {"priority", priority},
+              {"label", label},
+              {"created_unix", created_unix},
+              {"page_fd", page_fd},
+              {"memory_event_fd", memory_event_fd},
+              {"memory_thresholds", memory_thresholds}};
+}
+
+namespace {
+
+// j[key] as an int; std::invalid_argument for anything that is not an
+// integer in int's range (nlohmann's get<int>() would narrow silently).
+int int_field(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < INT_MIN) ||
+      (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t{INT_MAX} : v.get<int64_t>() > INT_MAX)) {
+    throw std::invalid_argument(std::string(key) + " is not an int");
+  }
+  return v.get<int>();
+}
+
+// One record, every field checked; std::invalid_argument naming the first
+// bad one.
+JobRecord record_from(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("a job is not a JSON object");
+  JobRecord rec;
+  rec.id = non_negative_field(j, "id");
+  rec.owner.pid = int_field(j, "pid");
+  rec.owner.start_time = non_negative_field(j, "start_time");
+  const uint64_t uid = non_negative_field(j, "uid");
+  if (uid > UINT32_MAX) throw std::invalid_argument("job " + std::to_string(rec.id) + " has uid > 2^32-1");
+  rec.uid = static_cast<uint32_t>(uid);
+  rec.cpus = list_field(j, "cpus");
+  rec.mems = list_field(j, "mems");
+  rec.exclusive = j.at("exclusive").get<bool>();
+  rec.memory_bytes = non_negative_field(j, "memory_bytes");
+  rec.priority = int_field(j, "priority");
+  rec.label = j.at("label").get<std::string>();
+  rec.created_unix = j.at("created_unix").get<int64_t>();
+  rec.page_fd = int_field(j, "page_fd");
+  // Added after the first registries were written: optional.
+  rec.memory_event_fd = j.contains("memory_event_fd") ? int_field(j, "memory_event_fd") : -1;
+  rec.memory_thresholds = j.value("memory_thresholds", json());
+  if (rec.memory_event_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has memory_event_fd < -1");
+  if (!rec.memory_thresholds.is_null() && !rec.memory_thresholds.is_object()) {
+    throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object memory_thresholds");
+  }
+  if (rec.page_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has page_fd < -1");
+  if (rec.id == 0 || rec.id > JobRegistry::kMaxJobId) {
+    throw std::invalid_argument("job id " + std::to_string(rec.id) + " out of range");
+  }
+  if (rec.owner.pid <= 0) throw std::invalid_argument("job " + std::to_string(rec.id) + " has pid <= 0");
+  if (rec.cpus.empty()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has no CPUs");
+  return rec;
+}
+
+uint64_t next_id_field(const json& j) {
+  const uint64_t next_id = non_negative_field(j, "next_id");
+  if (next_id == 0 || next_id > JobRegistry::kMaxJobId + 1) {
+    throw std::invalid_argument("next_id " + std::to_string(next_id) + " outside 1.." +
+                                std::to_string(JobRegistry::kMaxJobId + 1));
+  }
+  return next_id;
+}
+
+}  // namespace
+
 json JobRegistry::to_json() const {
   json list = json::array();
-  for (const auto& r : jobs) {
-    list.push_back({{"id", r.id},
-                    {"pid", r.owner.pid},
-                    {"start_time", r.owner.start_time},
-                    {"uid", r.uid},
-                    {"cpus", r.cpus.to_list()},
-                    {"mems", r.mems.to_list()},
-                    {"exclusive", r.exclusive},
-                    {"memory_bytes", r.memory_bytes},
-                    {"priority", r.priority},
-                    {"label", r.label},
-                    {"created_unix", r.created_unix},
-                    {"page_fd", r.page_fd},
-                    {"memory_event_fd", r.memory_event_fd},
-                    {"memory_thresholds", r.memory_thresholds}});
-  }
+  for (const auto& r : jobs) list.push_back(r.to_json());
   return json{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"jobs", list}};
 }
 
 Result<JobRegistry> JobRegistry::from_json(const json& payload) {
   JobRegistry r;
   try {
-    if (payload.at("schema_version").get<int>() != kSchemaVersion) {
+    if (!payload.is_object()) throw std::invalid_argument("payload is not a JSON object");
+    if (payload.at("schema_version") != kSchemaVersion) {
       throw std::invalid_argument("schema_version " + payload.at("schema_version").dump() + " is not " +
                                   std::to_string(kSchemaVersion));
     }
-    r.next_id = non_negative_field(payload, "next_id");
+    r.next_id = next_id_field(payload);
+    if (!payload.at("jobs").is_array()) throw std::invalid_argument("jobs is not an array");
     std::set<uint64_t> ids;
     for (const json& j : payload.at("jobs")) {
-      JobRecord rec;
-      rec.id = non_negative_field(j, "id");
-      rec.owner.pid = j.at("pid").get<int>();
-      rec.owner.start_time = non_negative_field(j, "start_time");
-      rec.uid = static_cast<uint32_t>(non_negative_field(j, "uid"));
-      rec.cpus = list_field(j, "cpus");
-      rec.mems = list_field(j, "mems");
-      rec.exclusive = j.at("exclusive").get<bool>();
-      rec.memory_bytes = non_negative_field(j, "memory_bytes");
-      rec.priority = j.at("priority").get<int>();
-      rec.label = j.at("label").get<std::string>();
-      rec.created_unix = j.at("created_unix").get<int64_t>();
-      rec.page_fd = j.at("page_fd").get<int>();
-      // Added after the first registries were written: optional.
-      rec.memory_event_fd = j.value("memory_event_fd", -1);
-      rec.memory_thresholds = j.value("memory_thresholds", json());
-      if (rec.memory_event_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has memory_event_fd < -1");
-      if (!rec.memory_thresholds.is_null() && !rec.memory_thresholds.is_object()) {
-        throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object memory_thresholds");
+      JobRecord rec = record_from(j);
+      if (rec.id >= r.next_id) {
+        throw std::invalid_argument("job id " + std::to_string(rec.id) + " out of range (next_id " +
+                                    std::to_string(r.next_id) + ")");
       }
-      if (rec.page_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has page_fd < -1");
-      if (rec.id == 0 || rec.id >= r.next_id) throw std::invalid_argument("job id " + std::to_string(rec.id) + " out of range");
-      if (rec.owner.pid <= 0) throw std::invalid_argument("job " + std::to_string(rec.id) + " has pid <= 0");
-      if (rec.cpus.empty()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has no CPUs");
       if (!ids.insert(rec.id).second) throw std::invalid_argument("job id " + std::to_string(rec.id) + " repeated");
       r.jobs.push_back(std::move(rec));
     }
@@ -81,6 +127,45 @@ Result<JobRegistry> JobRegistry::from_json(const json& payload) {
     return make_error(MLOS_ERR_STATE_CORRUPT, std::string("job registry: ") + e.what());
   }
   return r;
+}
+
+json JobRegistry::put_entry(const JobRecord& record, uint64_t next_id) {
+  return json{{"put", record.to_json()}, {"next_id", next_id}};
+}
+
+json JobRegistry::remove_entry(const std::vector<uint64_t>& ids) { return json{{"remove", ids}}; }
+
+Status JobRegistry::replay(const std::vector<json>& entries) {
+  std::map<uint64_t, JobRecord> by_id;
+  for (JobRecord& r : jobs) by_id.emplace(r.id, r);
+  uint64_t next = next_id;
+  size_t n = 0;
+  try {
+    for (const json& entry : entries) {
+      ++n;
+      if (!entry.is_object()) throw std::invalid_argument("not a put or a remove");
+      if (entry.contains("put") && entry.size() == 2) {
+        JobRecord rec = record_from(entry.at("put"));
+        const uint64_t entry_next = next_id_field(entry);
+        if (rec.id >= entry_next) throw std::invalid_argument("job id " + std::to_string(rec.id) + " >= next_id");
+        next = std::max(next, entry_next);
+        by_id[rec.id] = std::move(rec);
+      } else if (entry.contains("remove") && entry.size() == 1 && entry.at("remove").is_array()) {
+        for (const json& id : entry.at("remove")) {
+          if (!is_non_negative_integer(id)) throw std::invalid_argument("remove lists a non-id");
+          by_id.erase(id.get<uint64_t>());
+        }
+      } else {
+        throw std::invalid_argument("not a put or a remove");
+      }
+    }
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_STATE_CORRUPT, "job registry journal, entry " + std::to_string(n) + ": " + e.what());
+  }
+  next_id = next;
+  jobs.clear();
+  for (auto& [id, r] : by_id) jobs.push_back(std::move(r));
+  return Status::Ok();
 }
 
 ReconcilePlan reconcile(const JobRegistry& registry, const std::function<bool(const ProcessId&)>& is_alive,

@@ -39,16 +39,31 @@ struct JobRecord {
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }
+  nlohmann::json to_json() const;
 };
 
 struct JobRegistry {
   static constexpr int kSchemaVersion = 1;  // of the payload, see CheckedJsonFile
+  // Job ids stay below 2^53, so that every JSON reader (JavaScript's
+  // included) reads them exactly and they can never wrap: a registry with
+  // next_id beyond it is corrupt, and a daemon that reached it refuses new
+  // jobs instead of reusing ids.
+  static constexpr uint64_t kMaxJobId = (uint64_t{1} << 53) - 1;
   uint64_t next_id = 1;
   std::vector<JobRecord> jobs;
 
   nlohmann::json to_json() const;
   // STATE_CORRUPT naming the first bad field; nothing is half-parsed.
   static Result<JobRegistry> from_json(const nlohmann::json& payload);
+
+  // Journal entries (see RegistryStore): a record granted or changed, and
+  // records forgotten. Applying one is idempotent, so a journal replayed
+  // over a snapshot that already holds its changes gives that snapshot.
+  static nlohmann::json put_entry(const JobRecord& record, uint64_t next_id);
+  static nlohmann::json remove_entry(const std::vector<uint64_t>& ids);
+  // Applies `entries` in order. STATE_CORRUPT naming the first entry that
+  // is neither or whose record is bad; the registry is unchanged then.
+  Status replay(const std::vector<nlohmann::json>& entries);
 };
 
 // What a starting daemon must do so that the registry matches reality.

@@ -11,6 +11,8 @@ using nlohmann::json;
 
 namespace {
 
+constexpr uint64_t kDefaultStatusPage = 256, kMaxStatusPage = 512;
+
 uint64_t job_field(const json& args) {
   if (!args.contains("job") || !is_non_negative_integer(args["job"])) {
     throw std::invalid_argument("'job' must be a non-negative integer");
@@ -24,6 +26,28 @@ int int_arg(const json& args, const char* key) {
     throw std::invalid_argument(std::string("'") + key + "' must be a 32-bit integer");
   }
   return args[key].get<int>();
+}
+
+// Who holds what, per uid, next to the quotas that bound it (root is
+// exempt: its quota fields are null).
+json users_json(const JobManager& jobs, const RequestContext& ctx) {
+  std::map<uint32_t, UserHoldings> by_uid = jobs.holdings();
+  if (ctx.connections_by_uid != nullptr) {
+    for (const auto& [uid, n] : *ctx.connections_by_uid) by_uid[uid].connections = n;
+  }
+  const UserQuotas& q = jobs.quotas();
+  json quota{{"connections", q.connections_per_uid},
+             {"jobs", q.jobs_per_uid},
+             {"exclusive_cpus", q.exclusive_cpu_bound(jobs.node_cpus())},
+             {"memory_bytes", q.memory_bytes_per_uid == 0 ? json(nullptr) : json(q.memory_bytes_per_uid)}};
+  json out = json::array();
+  for (const auto& [uid, held] : by_uid) {
+    json u = held.to_json();
+    u["uid"] = uid;
+    u["quota"] = uid == 0 ? json(nullptr) : quota;
+    out.push_back(std::move(u));
+  }
+  return out;
 }
 
 json done(uint64_t id, const Status& s) {
@@ -48,15 +72,33 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       return reply;
     }
     if (req.op == "status") {
-      reply.update(jobs.status());
+      // Paged, so a reply stays far below the frame limit at any number of
+      // jobs (about 1 KiB a job): clients follow "next_after".
+      uint64_t after = 0, limit = kDefaultStatusPage;
+      if (req.args.contains("after")) after = non_negative_field(req.args, "after");
+      if (req.args.contains("limit")) limit = non_negative_field(req.args, "limit");
+      if (limit == 0 || limit > kMaxStatusPage) {
+        throw std::invalid_argument("'limit' must be 1.." + std::to_string(kMaxStatusPage));
+      }
+      reply.update(jobs.status(after, static_cast<size_t>(limit)));
       reply["daemon"] = ctx.info;
       reply["daemon"]["uptime_seconds"] = static_cast<int64_t>(time(nullptr)) - ctx.info.value("started_unix", int64_t{0});
       reply["daemon"]["clients"] = ctx.clients;
+      reply["users"] = users_json(jobs, ctx);
       return reply;
     }
     if (req.op == "metrics") {
       if (!ctx.metrics_text) return error_reply(req.id, make_error(MLOS_ERR_UNSUPPORTED, "no metrics here"));
-      reply["text"] = ctx.metrics_text();
+      std::string text = ctx.metrics_text();
+      // The HTTP endpoint has no such bound: it is where a large node is
+      // scraped from.
+      if (text.size() > kDefaultMaxPayload - 4096) {
+        return error_reply(req.id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
+                                              "the metrics text is " + std::to_string(text.size()) +
+                                                  " bytes, more than one reply frame holds; scrape the HTTP "
+                                                  "endpoint (metrics_listen) instead"));
+      }
+      reply["text"] = std::move(text);
       return reply;
     }
     if (req.op == "request") {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@ struct RequestContext {
   nlohmann::json info;                        // the daemon's identity, for hello and status
   std::function<std::string()> metrics_text;  // for "metrics"; null: unsupported
   size_t clients = 0;                         // connected clients, for status
+  const std::map<uint32_t, int>* connections_by_uid = nullptr;  // for status; may be null
 };
 
 // The reply to `request` from `peer` ({"id", "ok": true, ...} or an error

@@ -37,9 +37,14 @@ Result<std::optional<nlohmann::json>> CheckedJsonFile::load() const {
   nlohmann::json doc = nlohmann::json::parse(**text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return corrupt("is not valid JSON (torn or edited?)");
   if (!doc.is_object()) return corrupt("is not a JSON object");
-  if (doc.value("format", "") != format_) return corrupt("is not a " + format_ + " file");
+  // Every field is type-checked before it is read: nlohmann's value() and
+  // get() throw on a mismatch, and nothing may throw out of here.
+  const auto format = doc.find("format");
+  if (format == doc.end() || !format->is_string() || format->get<std::string>() != format_) {
+    return corrupt("is not a " + format_ + " file");
+  }
   const auto version = doc.find("schema_version");
-  if (version == doc.end() || !version->is_number_integer() || version->get<int>() != schema_version_) {
+  if (version == doc.end() || !version->is_number_integer() || version->get<int64_t>() != schema_version_) {
     return corrupt("has schema_version " + (version == doc.end() ? std::string("(none)") : version->dump()) +
                    ", this program reads " + std::to_string(schema_version_));
   }

@@ -8,10 +8,15 @@
 
 namespace mlos::os {
 
+class ProcessHandle;
+
 struct PeerCredentials {
-  pid_t pid = 0;
-  uid_t uid = 0;
+  pid_t pid = 0;  // at connect time: never act on it without `process`
+  uid_t uid = 0;  // effective uid at connect time: what the peer may do
   gid_t gid = 0;
+  // The connecting process itself (a pidfd the server holds for the
+  // connection's life); null where none could be taken. Not owned.
+  const ProcessHandle* process = nullptr;
 };
 
 Result<PeerCredentials> peer_credentials(int socket_fd);

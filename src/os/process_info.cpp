@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "os/durable_file.h"
+
 namespace mlos::os {
 
 namespace {
@@ -124,9 +126,21 @@ std::optional<std::string> parse_cgroup_path(std::string_view text, std::string_
 }
 
 Result<ProcStat> read_proc_stat(int pid, const std::string& proc_root) {
-  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/stat");
-  if (!text) return make_error(MLOS_ERR_NO_SUCH_THREAD, "process " + std::to_string(pid) + " does not exist");
-  return parse_proc_stat(*text);
+  const std::string path = proc_root + "/" + std::to_string(pid) + "/stat";
+  // Through open(2), not a stream, so that "no such process" (ENOENT, or
+  // ESRCH when it exits between open and read) is told apart from a failure
+  // to look (EMFILE and the like).
+  auto text = pid > 0 ? read_whole_file(path) : Result<std::optional<std::string>>(std::optional<std::string>());
+  if (!text) {
+    if (text.error().sys_errno == ESRCH) {
+      return make_sys_error(ESRCH, "process " + std::to_string(pid) + " does not exist", MLOS_ERR_NO_SUCH_THREAD);
+    }
+    return make_sys_error(text.error().sys_errno, "cannot read " + path, MLOS_ERR_SYSTEM);
+  }
+  if (!text->has_value()) {
+    return make_sys_error(ESRCH, "process " + std::to_string(pid) + " does not exist", MLOS_ERR_NO_SUCH_THREAD);
+  }
+  return parse_proc_stat(**text);
 }
 
 Result<ProcessId> process_id(int pid, const std::string& proc_root) {
@@ -164,9 +178,40 @@ Result<uint32_t> process_uid(int pid, const std::string& proc_root) {
   return static_cast<uint32_t>(st.st_uid);
 }
 
-bool is_alive(const ProcessId& id, const std::string& proc_root) {
+Liveness liveness(const ProcessId& id, const std::string& proc_root) {
   auto st = read_proc_stat(id.pid, proc_root);
-  return st.ok() && st->start_time == id.start_time && st->state != 'Z' && st->state != 'X';
+  if (!st) return st.error().code == MLOS_ERR_NO_SUCH_THREAD ? Liveness::kGone : Liveness::kUnknown;
+  if (st->start_time != id.start_time || st->state == 'Z' || st->state == 'X') return Liveness::kGone;
+  return Liveness::kAlive;
+}
+
+bool is_alive(const ProcessId& id, const std::string& proc_root) { return liveness(id, proc_root) != Liveness::kGone; }
+
+Result<ProcessUids> parse_status_uids(std::string_view text) {
+  size_t at = text.rfind("\nUid:", std::string_view::npos);
+  if (at == std::string_view::npos && text.substr(0, 4) != "Uid:") {
+    return make_error(MLOS_ERR_SYSTEM, "no Uid: line in a /proc status file");
+  }
+  at = at == std::string_view::npos ? 4 : at + 5;
+  std::istringstream in{std::string(text.substr(at, text.find('\n', at) - at))};
+  int64_t real = -1, effective = -1;
+  if (!(in >> real >> effective) || real < 0 || effective < 0 || real > UINT32_MAX || effective > UINT32_MAX) {
+    return make_error(MLOS_ERR_SYSTEM, "malformed Uid: line in a /proc status file");
+  }
+  return ProcessUids{static_cast<uint32_t>(real), static_cast<uint32_t>(effective)};
+}
+
+Result<ProcessUids> process_uids(int pid, const std::string& proc_root) {
+  auto text = pid > 0 ? read_whole_file(proc_root + "/" + std::to_string(pid) + "/status")
+                      : Result<std::optional<std::string>>(std::optional<std::string>());
+  if (!text) {
+    return make_sys_error(text.error().sys_errno, text.error().message,
+                          text.error().sys_errno == ESRCH ? MLOS_ERR_NO_SUCH_THREAD : MLOS_ERR_SYSTEM);
+  }
+  if (!text->has_value()) {
+    return make_sys_error(ESRCH, "process " + std::to_string(pid) + " does not exist", MLOS_ERR_NO_SUCH_THREAD);
+  }
+  return parse_status_uids(**text);
 }
 
 std::vector<ProcessId> lineage(int pid, const std::string& proc_root) {

@@ -47,13 +47,31 @@ std::optional<PressureTotals> parse_pressure_totals(std::string_view text);
 
 Result<ProcStat> read_proc_stat(int pid, const std::string& proc_root = "/proc");
 
-// The process identity of `pid` (pid + start time); NO_SUCH_THREAD if gone.
+// The process identity of `pid` (pid + start time); NO_SUCH_THREAD if gone,
+// SYSTEM (with errno) if /proc could not be read (e.g. EMFILE).
 Result<ProcessId> process_id(int pid, const std::string& proc_root = "/proc");
-// true if a process with this pid exists and started at the same time (so a
-// reused PID is not mistaken for the original owner). Zombies count as dead.
+
+// What /proc says about a recorded owner. kGone only on proof: the pid does
+// not exist (ENOENT/ESRCH), belongs to a process with another start time
+// (reused), or is a zombie. Any other failure (EMFILE, ENFILE, ENOMEM,
+// EACCES, an unparsable line) is kUnknown: the caller keeps what the owner
+// holds, because dropping a live job's CPUs is worse than keeping a dead
+// one's until the next check.
+enum class Liveness { kAlive, kGone, kUnknown };
+Liveness liveness(const ProcessId& id, const std::string& proc_root = "/proc");
+// liveness(id) != kGone: "not known to be gone". What claims and jobs are
+// kept by.
 bool is_alive(const ProcessId& id, const std::string& proc_root = "/proc");
 // The uid owning process `pid` (of /proc/<pid>: its effective uid).
 Result<uint32_t> process_uid(int pid, const std::string& proc_root = "/proc");
+// The real and effective uid of `pid` (the "Uid:" line of its status file).
+struct ProcessUids {
+  uint32_t real = 0;
+  uint32_t effective = 0;
+};
+Result<ProcessUids> process_uids(int pid, const std::string& proc_root = "/proc");
+// Parses the "Uid:" line of /proc/<pid>/status text.
+Result<ProcessUids> parse_status_uids(std::string_view status_text);
 // `pid` followed by its ancestors up to (excluding) pid 0.
 std::vector<ProcessId> lineage(int pid, const std::string& proc_root = "/proc");
 

@@ -31,11 +31,17 @@ Result<UniqueFd> new_socket(int flags) {
 
 }  // namespace
 
-Result<UniqueFd> connect_unix(const std::string& path) {
+Result<UniqueFd> connect_unix(const std::string& path, int timeout_ms) {
   auto addr = address_of(path);
   if (!addr) return addr.error();
   auto fd = new_socket(0);
   if (!fd) return fd.error();
+  // A Unix connect waits for room in a full backlog for the send timeout:
+  // bound it, so a saturated daemon is an error, not a hang.
+  if (timeout_ms > 0) {
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd->get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   int rc;
   do {
     rc = connect(fd->get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(sockaddr_un));

@@ -21,8 +21,10 @@ namespace mlos::os {
 Result<UniqueFd> listen_unix(const std::string& path, mode_t mode, int backlog = 128);
 
 // A blocking, close-on-exec connection to `path`. ENOENT/ECONNREFUSED mean
-// nobody listens there (the error keeps that errno).
-Result<UniqueFd> connect_unix(const std::string& path);
+// nobody listens there (the error keeps that errno); EAGAIN that the
+// listener's backlog stayed full for `timeout_ms` (> 0; 0 waits as long as
+// the kernel does).
+Result<UniqueFd> connect_unix(const std::string& path, int timeout_ms = 0);
 
 // Writes all of `bytes` (retrying short writes and EINTR; MSG_NOSIGNAL, so a
 // closed peer is EPIPE, not SIGPIPE). `pass_fd` >= 0 travels with the first

@@ -59,8 +59,7 @@ class JobManagerTest : public ::testing::Test {
     std::string tmpl = (fs::temp_directory_path() / "mlos-jobmanager-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    state_ = std::make_shared<os::CheckedJsonFile>(dir_.string(), "registry.json", "mlosd-registry",
-                                                   JobRegistry::kSchemaVersion);
+    state_ = std::make_shared<RegistryStore>(dir_.string());
     cgroups_ = os::make_cgroup_v2_driver(cgroupfs_, "mlos");
   }
   void TearDown() override {
@@ -90,10 +89,24 @@ class JobManagerTest : public ::testing::Test {
       auto it = processes_.find(id.pid);
       return it != processes_.end() && it->second.alive && it->second.start_time == id.start_time;
     };
-    d.uid_of = [this](pid_t pid) -> Result<uid_t> {
-      auto it = processes_.find(pid);
-      if (it == processes_.end()) return make_sys_error(ESRCH, "no process " + std::to_string(pid));
-      return it->second.uid;
+    // The connecting process, as the server's pidfd would report it: gone
+    // once it died, refused once it no longer runs as the peer's uid.
+    d.peer_process = [this](const os::PeerCredentials& peer) -> Result<ProcessId> {
+      auto it = processes_.find(peer.pid);
+      if (it == processes_.end() || !it->second.alive) {
+        return make_sys_error(ESRCH, "the connecting process exited", MLOS_ERR_NO_SUCH_THREAD);
+      }
+      if (peer.uid != 0 && it->second.uid != peer.uid) return make_error(MLOS_ERR_PERMISSION, "uid changed");
+      return ProcessId{peer.pid, it->second.start_time};
+    };
+    d.move_process = [this](const std::string& cgroup, const ProcessId& target, uid_t requester) -> Status {
+      auto it = processes_.find(target.pid);
+      if (it == processes_.end() || !it->second.alive || it->second.start_time != target.start_time) {
+        return make_sys_error(ESRCH, "no process " + std::to_string(target.pid), MLOS_ERR_NO_SUCH_THREAD);
+      }
+      if (requester != 0 && it->second.uid != requester) return make_error(MLOS_ERR_PERMISSION, "not yours");
+      moves_.push_back(target.pid);
+      return cgroups_->attach(cgroup, target.pid);
     };
     d.fetch_fd = [this](const ProcessId& owner, int fd) -> Result<os::UniqueFd> {
       auto it = client_fds_.find({owner.pid, fd});
@@ -102,6 +115,9 @@ class JobManagerTest : public ::testing::Test {
     };
     d.now_ns = [this] { return now_ns_; };
     d.now_unix = [] { return int64_t{1700000000}; };
+    // Quotas out of the way except where a test is about them
+    // (JobManagerQuotaTest starts from the defaults).
+    d.quotas.exclusive_cpus_per_uid = 1 << 16;
     return d;
   }
 
@@ -126,12 +142,10 @@ class JobManagerTest : public ::testing::Test {
 
   // The registry file as a restarted daemon would read it.
   JobRegistry saved_registry() {
-    auto loaded = state_->load();
-    EXPECT_TRUE(loaded.ok());
+    auto loaded = RegistryStore(dir_.string()).load();
+    EXPECT_TRUE(loaded.ok()) << loaded.error().describe();
     if (!loaded.ok() || !loaded->has_value()) return {};
-    auto parsed = JobRegistry::from_json(**loaded);
-    EXPECT_TRUE(parsed.ok());
-    return parsed.ok() ? *parsed : JobRegistry{};
+    return **loaded;
   }
   std::vector<uint64_t> saved_ids() {
     std::vector<uint64_t> ids;
@@ -151,8 +165,9 @@ class JobManagerTest : public ::testing::Test {
     return nullptr;
   }
 
+  // The journal: where a registry's changes go until it is compacted.
   std::string file_bytes() const {
-    std::ifstream in(state_->path(), std::ios::binary);
+    std::ifstream in(state_->journal_path(), std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
@@ -160,8 +175,9 @@ class JobManagerTest : public ::testing::Test {
   std::shared_ptr<FakeCgroupV2Fs> cgroupfs_ =
       std::make_shared<FakeCgroupV2Fs>(std::vector<std::string>{"cpuset", "cpu", "io", "memory"});
   std::shared_ptr<os::CgroupDriver> cgroups_;
-  std::shared_ptr<os::CheckedJsonFile> state_;
+  std::shared_ptr<RegistryStore> state_;
   std::map<pid_t, FakeProcess> processes_;
+  std::vector<pid_t> moves_;  // pids move_process moved, in order
   std::map<std::pair<pid_t, int>, int> client_fds_;
   uint64_t now_ns_ = 5'000'000'000;
 };
@@ -472,15 +488,131 @@ TEST_F(JobManagerTest, ReusedPidDoesNotKeepAJobAlive) {
   EXPECT_TRUE(saved_ids().empty());
 }
 
-TEST_F(JobManagerTest, OwnerExitedPrunesOnlyWhenTheOwnerIsGone) {
+TEST_F(JobManagerTest, OwnerExitedPrunesEveryJobOfThatOwnerAndNoOther) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->request(spawn(102, kAlice), {{"num_cpus", 1}}, {}).ok());
+  processes_[101].alive = false;
+  // The event loop's pidfd on 101 became readable: its jobs 1 and 2 go.
+  EXPECT_EQ(m->owner_exited({1, 2, 99}), (std::vector<uint64_t>{1, 2}));
+  EXPECT_FALSE(cgroup_exists(1));
+  EXPECT_FALSE(cgroup_exists(2));
+  EXPECT_EQ(saved_ids(), std::vector<uint64_t>{3});
+}
+
+TEST_F(JobManagerTest, WatchedOwnersAreLeftToTheirPidfdExceptOnASweep) {
   auto m = make_manager();
   ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
-  EXPECT_FALSE(m->owner_exited(1));
-  EXPECT_TRUE(cgroup_exists(1));
+  ASSERT_TRUE(m->request(spawn(102, kAlice), {{"num_cpus", 1}}, {}).ok());
+  m->set_owner_watched(1, true);
   processes_[101].alive = false;
-  EXPECT_TRUE(m->owner_exited(1));
-  EXPECT_FALSE(cgroup_exists(1));
-  EXPECT_TRUE(saved_ids().empty());
+  processes_[102].alive = false;
+  EXPECT_EQ(m->tick(false), std::vector<uint64_t>{2});  // 1 is the pidfd's to report
+  EXPECT_EQ(m->tick(true), std::vector<uint64_t>{1});   // the sweep checks everyone
+}
+
+// ---- the connecting process, not its old pid ----
+
+TEST_F(JobManagerTest, ARequestFromAConnectionWhoseProcessExitedGrantsNothingAndMovesNothing) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  processes_[101].alive = false;  // e.g. it handed the connection to a child and exited
+  auto r = m->request(alice, {{"num_cpus", 1}, {"exclusive", true}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, MLOS_ERR_NO_SUCH_THREAD);
+  EXPECT_TRUE(moves_.empty());
+  EXPECT_TRUE(m->status()["jobs"].empty());
+  EXPECT_TRUE(m->holdings().empty());
+}
+
+TEST_F(JobManagerTest, ARequestFromAProcessThatNoLongerRunsAsThePeerIsRefused) {
+  auto m = make_manager();
+  auto alice = spawn(101, kAlice);
+  processes_[101].uid = 0;  // it exec'd a setuid-root program after connecting
+  auto r = m->request(alice, {{"num_cpus", 1}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, MLOS_ERR_PERMISSION);
+  EXPECT_TRUE(moves_.empty());
+}
+
+TEST_F(JobManagerTest, TheJobIsOwnedByAndMovesTheProcessThatConnected) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
+  EXPECT_EQ(moves_, std::vector<pid_t>{101});
+  EXPECT_EQ(find_job(m->status(), 1)["pid"], 101);
+}
+
+// ---- per-user quotas ----
+
+class JobManagerQuotaTest : public JobManagerTest {
+ protected:
+  std::unique_ptr<JobManager> make_manager_with(const nlohmann::json& quotas) {
+    JobManagerDeps d = deps();
+    d.quotas = UserQuotas{};
+    EXPECT_TRUE(d.quotas.merge(quotas).ok());
+    return std::make_unique<JobManager>(std::move(d));
+  }
+};
+
+TEST_F(JobManagerQuotaTest, JobsPerUidBoundsOneUserAndNotAnother) {
+  auto m = make_manager_with({{"jobs_per_uid", 2}});
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  auto third = m->request(alice, {{"num_cpus", 1}}, {});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code, MLOS_ERR_QUOTA);
+  EXPECT_NE(third.error().message.find("jobs_per_uid"), std::string::npos) << third.error().message;
+  EXPECT_TRUE(m->request(spawn(201, kBob), {{"num_cpus", 1}}, {}).ok());
+  EXPECT_TRUE(m->request(spawn(1, 0), {{"num_cpus", 1}}, {}).ok());  // root is exempt
+  ASSERT_TRUE(m->release(alice, 1));
+  EXPECT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());  // released: room again
+  EXPECT_EQ(m->holdings().at(kAlice).jobs, 2);
+}
+
+TEST_F(JobManagerQuotaTest, ExclusiveCpusPerUidKeepsCpusForRoot) {
+  // Default bound: all but one of the node's 8 CPUs.
+  auto m = make_manager_with(nlohmann::json::object());
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 4}, {"exclusive", true}}, {}).ok());
+  auto more = m->request(alice, {{"num_cpus", 4}, {"exclusive", true}}, {});
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.error().code, MLOS_ERR_QUOTA);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 3}, {"exclusive", true}}, {}).ok());
+  EXPECT_EQ(m->holdings().at(kAlice).exclusive_cpus, 7);
+  // Root's exclusive request still fits; shared jobs do not count.
+  EXPECT_TRUE(m->request(spawn(1, 0), {{"num_cpus", 1}, {"exclusive", true}}, {}).ok());
+  EXPECT_EQ(m->holdings().at(kAlice).jobs, 2);
+  EXPECT_EQ(m->holdings().count(0), 1u);
+}
+
+TEST_F(JobManagerQuotaTest, MemoryPerUidSumsTheJobsBudgets) {
+  auto m = make_manager_with({{"memory_bytes_per_uid", 3 * kGigabyte}});
+  const auto alice = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}, {"memory_bytes", 2 * kGigabyte}}, {}).ok());
+  auto over = m->request(alice, {{"num_cpus", 1}, {"memory_bytes", 2 * kGigabyte}}, {});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, MLOS_ERR_QUOTA);
+  EXPECT_TRUE(m->request(alice, {{"num_cpus", 1}, {"memory_bytes", kGigabyte}}, {}).ok());
+  EXPECT_EQ(m->holdings().at(kAlice).memory_bytes, 3 * kGigabyte);
+}
+
+TEST_F(JobManagerQuotaTest, HoldingsAreRebuiltFromTheRegistryAfterARestart) {
+  {
+    auto m = make_manager_with({{"jobs_per_uid", 2}});
+    const auto alice = spawn(101, kAlice);
+    ASSERT_TRUE(m->request(alice, {{"num_cpus", 2}, {"exclusive", true}}, {}).ok());
+    ASSERT_TRUE(m->request(alice, {{"num_cpus", 1}}, {}).ok());
+  }
+  auto m = make_manager_with({{"jobs_per_uid", 2}});
+  ASSERT_TRUE(m->recover().ok());
+  EXPECT_EQ(m->holdings().at(kAlice).jobs, 2);
+  EXPECT_EQ(m->holdings().at(kAlice).exclusive_cpus, 2);
+  auto third = m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code, MLOS_ERR_QUOTA);
 }
 
 // ---- persistence and recovery ----
@@ -580,7 +712,7 @@ TEST_F(JobManagerTest, CorruptStateFileIsRefusedAndLeftByteIdentical) {
     ASSERT_TRUE(first->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
   }
   {
-    std::fstream f(state_->path(), std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(state_->journal_path(), std::ios::in | std::ios::out | std::ios::binary);
     ASSERT_TRUE(f.good());
     f.seekp(0);
     f.write("#!garbage", 9);
@@ -606,7 +738,7 @@ TEST_F(JobManagerTest, StateFileWithFlippedPayloadByteIsCorrupt) {
   const size_t at = text.find("aaaa");
   ASSERT_NE(at, std::string::npos);
   text[at] = 'b';  // still valid JSON, wrong checksum
-  std::ofstream(state_->path(), std::ios::binary | std::ios::trunc) << text;
+  std::ofstream(state_->journal_path(), std::ios::binary | std::ios::trunc) << text;
 
   auto m = make_manager();
   auto report = m->recover();
@@ -626,7 +758,7 @@ class JobManagerBadArgsTest : public JobManagerTest {
     ASSERT_FALSE(r.ok()) << "granted: " << r->dump();
     EXPECT_EQ(r.error().code, MLOS_ERR_INVALID_ARGUMENT) << r.error().describe();
     EXPECT_TRUE(m->status()["jobs"].empty());
-    EXPECT_FALSE(fs::exists(state_->path()));
+    EXPECT_FALSE(fs::exists(state_->path()) || fs::exists(state_->journal_path()));
     EXPECT_FALSE(cgroup_exists(1));
   }
 };
@@ -715,7 +847,7 @@ TEST_F(JobManagerTest, UnknownRequesterIsRefused) {
   auto r = m->request(os::PeerCredentials{4242, kAlice, kAlice}, {{"num_cpus", 1}}, {});
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(m->status()["jobs"].empty());
-  EXPECT_FALSE(fs::exists(state_->path()));
+  EXPECT_FALSE(fs::exists(state_->path()) || fs::exists(state_->journal_path()));
 }
 
 // ---- memory pressure ----

@@ -20,6 +20,24 @@ Result<daemon::DaemonClient> connect(const std::string& socket) {
   return client;
 }
 
+// Every page of mlosd's status merged into one reply: the first page's
+// node figures with all the jobs. A daemon that does not page (no
+// "next_after") gives everything in one reply.
+Result<nlohmann::json> full_status(daemon::DaemonClient& client) {
+  auto reply = client.call("status", nlohmann::json{{"limit", 512}});
+  if (!reply) return reply;
+  nlohmann::json merged = std::move(*reply);
+  for (int pages = 0; pages < 1 << 16 && merged.contains("next_after") && merged["next_after"].is_number_unsigned();
+       ++pages) {
+    auto next = client.call("status", nlohmann::json{{"after", merged["next_after"]}, {"limit", 512}});
+    if (!next) return next;
+    for (auto& job : (*next)["jobs"]) merged["jobs"].push_back(std::move(job));
+    merged["next_after"] = (*next)["next_after"];
+  }
+  merged.erase("next_after");
+  return merged;
+}
+
 }  // namespace
 
 std::string resolve_socket(const std::string& requested) {
@@ -29,7 +47,7 @@ std::string resolve_socket(const std::string& requested) {
 Result<nlohmann::json> query_daemon_status(const std::string& socket) {
   auto client = connect(socket);
   if (!client) return client.error();
-  return client->call("status");
+  return full_status(*client);
 }
 
 Result<nlohmann::json> DaemonStatusSource::fetch_once() {
@@ -38,7 +56,7 @@ Result<nlohmann::json> DaemonStatusSource::fetch_once() {
     if (!c) return c.error();
     client_.emplace(std::move(*c));
   }
-  auto reply = client_->call("status");
+  auto reply = full_status(*client_);
   if (!reply && reply.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) {
     client_.reset();
     return unavailable(reply.error());

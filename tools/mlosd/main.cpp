@@ -1,9 +1,13 @@
 // mlosd: the mlOS node daemon. See docs/daemon.md.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -13,10 +17,13 @@
 #include "daemon/daemon_config.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
+#include "mlos/log.h"
 #include "mlos/version.h"
 #include "os/hwloc_topology.h"
+#include "os/cgroup/checked_attach.h"
 #include "os/kernel.h"
 #include "os/memory_sources.h"
+#include "os/process_handle.h"
 #include "os/process_info.h"
 
 namespace {
@@ -55,6 +62,42 @@ Result<os::UniqueFd> fetch_fd(const mlos::ProcessId& owner, int fd) {
   return mine;
 }
 
+// The process that connected, as it is now (see JobManagerDeps).
+Result<mlos::ProcessId> peer_process(const os::PeerCredentials& peer) {
+  if (peer.process == nullptr) {
+    return mlos::make_error(MLOS_ERR_PERMISSION, "the connecting process is not held by a pidfd");
+  }
+  auto id = peer.process->identity();
+  if (!id) {
+    return mlos::make_error(id.error().code, "the process that connected (pid " + std::to_string(peer.pid) +
+                                                 ") has exited; a connection handed to another process "
+                                                 "cannot act for it: connect again");
+  }
+  if (Status s = os::check_same_user(id->pid, peer.uid); !s) return s.error();
+  if (peer.process->exited()) return mlos::make_error(MLOS_ERR_NO_SUCH_THREAD, "the connecting process exited");
+  return *id;
+}
+
+// mlosd's own messages and the library's (the library never prints on its
+// own) go to stderr, which systemd hands to the journal. Writes are
+// unbuffered and bounded by the message: a full pipe could block the loop,
+// so stderr is never a pipe nobody reads in the unit.
+void log_to_stderr(mlos_log_level_t level, const char* message, void* /*user_data*/) {
+  static const char* const names[] = {"error", "warning", "info", "debug"};
+  std::fprintf(stderr, "mlosd: %s: %s\n", names[level >= 0 && level <= 3 ? level : 0], message);
+}
+
+// Descriptors: one per connection and its pidfd, one per job owner, plus
+// memory watches. The soft limit (1024 by default) is raised to the hard one
+// at start; the unit sets LimitNOFILE, and quotas bound what one user holds.
+void raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -86,7 +129,13 @@ int main(int argc, char** argv) {
                "If the registry file is corrupt, move it aside (<file>.corrupt-<time>) and start with no jobs");
   app.footer("Exit codes: 0 stopped by SIGTERM/SIGINT (jobs are kept for the next mlosd) or config valid; "
              "1 failure; 2 usage or config error.");
-  CLI11_PARSE(app, argc, argv);
+  // Not CLI11_PARSE: it exits with CLI11's own codes (109 for an unknown
+  // option); every usage error here is kExitUsage, as the footer says.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
 
   d::DaemonConfig config;
   if (!config_path.empty()) {
@@ -118,11 +167,21 @@ int main(int argc, char** argv) {
   }
   if (!driver) return fail(driver.error().describe());
 
+  mlos_set_log_handler(log_to_stderr, MLOS_LOG_INFO, nullptr);
+  // SIGTERM and SIGINT are read from a signalfd by the event loop: blocked
+  // here, before any thread starts (the metrics server's), so that every
+  // thread inherits the mask and none takes the default action (death
+  // without the clean stop).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  raise_fd_limit();
   if (mkdir(config.state_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return fail("cannot create state directory " + config.state_dir + ": " + strerror(errno));
   }
-  auto state = std::make_shared<os::CheckedJsonFile>(config.state_dir, "registry.json", "mlosd-registry",
-                                                     d::JobRegistry::kSchemaVersion);
+  auto state = std::make_shared<d::RegistryStore>(config.state_dir);
   auto topology = os::shared_topology();
   if (!topology) return fail(topology.error().describe());
   auto allowed = os::linux_kernel().affinity(getpid());
@@ -137,11 +196,13 @@ int main(int argc, char** argv) {
   deps.policy = config.policy;
   deps.identify = [](pid_t pid) { return os::process_id(pid); };
   deps.is_alive = [](const mlos::ProcessId& id) { return os::is_alive(id); };
-  deps.uid_of = [](pid_t pid) -> Result<uid_t> {
-    auto u = os::process_uid(pid);
-    if (!u) return u.error();
-    return static_cast<uid_t>(*u);
+  deps.peer_process = peer_process;
+  deps.move_process = [driver = *driver](const std::string& cgroup, const mlos::ProcessId& target,
+                                         uid_t requester) -> Status {
+    if (!driver) return mlos::make_error(MLOS_ERR_UNSUPPORTED, "mlosd runs without cgroups");
+    return os::attach_checked(*driver, cgroup, target, requester);
   };
+  deps.quotas = config.quotas;
   deps.fetch_fd = fetch_fd;
   deps.now_ns = monotonic_ns;
   deps.memory_thresholds = config.memory_thresholds;
@@ -155,9 +216,15 @@ int main(int argc, char** argv) {
 
   auto report = jobs.recover();
   if (!report && report.error().code == MLOS_ERR_STATE_CORRUPT && quarantine) {
-    const std::string aside = state->path() + ".corrupt-" + std::to_string(time(nullptr));
-    if (rename(state->path().c_str(), aside.c_str()) != 0) return fail("cannot move " + state->path() + " aside");
-    std::cerr << "mlosd: moved the corrupt registry to " << aside << "; starting with no jobs\n";
+    // Both files: the snapshot and the journal of changes since.
+    const std::string suffix = ".corrupt-" + std::to_string(time(nullptr));
+    for (const std::string& file : {state->path(), state->journal_path()}) {
+      if (rename(file.c_str(), (file + suffix).c_str()) != 0 && errno != ENOENT) {
+        return fail("cannot move " + file + " aside");
+      }
+    }
+    std::cerr << "mlosd: moved the corrupt registry to " << state->path() + suffix << " (and its journal to "
+              << state->journal_path() + suffix << "); starting with no jobs\n";
     report = jobs.recover();
   }
   if (!report) {
@@ -176,7 +243,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!config.metrics_listen.empty()) {
     try {
-      exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen, 2);
+      // civetweb's defaults (2 workers here, 30 s read timeout) let eight
+      // half-open connections hold the endpoint: more workers than a
+      // scraper needs, and a short read timeout, so silent connections are
+      // dropped within 2 s.
+      exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+          "listening_ports", config.metrics_listen, "num_threads", "16", "request_timeout_ms", "2000",
+          "keep_alive_timeout_ms", "2000"});
       exposer->RegisterCollectable(metrics.registry());
     } catch (const std::exception& e) {
       return fail("cannot serve metrics on " + config.metrics_listen + ": " + e.what());
