@@ -144,8 +144,10 @@ typedef struct mlos_checkpoint_writer_info {
   bool io_priority_applied;      /* the async thread got CHECKPOINT's I/O priority */
 } mlos_checkpoint_writer_info_t;
 
-/* Fills `info` up to info->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT (NULL), VERSION_MISMATCH. */
+/* Fills `info` up to info->struct_size or this library's
+ * sizeof(mlos_checkpoint_writer_info_t), whichever is smaller; bytes beyond
+ * are not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_checkpoint_writer_get_info(const mlos_checkpoint_writer_t* writer,
                                              mlos_checkpoint_writer_info_t* info);
 

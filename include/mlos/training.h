@@ -18,7 +18,10 @@
  *  - The published request struct is frozen. Growth happens through
  *    versioned extension structs whose first field, struct_size, the caller
  *    sets to sizeof(the struct it compiled against); the library accepts any
- *    size from the first version on and fills or reads only that prefix.
+ *    size from the first version on and fills or reads only that prefix. It
+ *    never writes past the struct it was built with, whatever struct_size
+ *    says: bytes a newer caller has beyond that are left as they were, so
+ *    zero-initialise the struct to tell fields this library lacks.
  *  - The library never writes to stdout/stderr on its own; see mlos/log.h.
  *
  * Engines: MLOS_MODE=auto|embedded|daemon picks how requests are served.
@@ -404,8 +407,10 @@ typedef struct mlos_training_placement {
   int bound_threads;             /* threads bound so far */
 } mlos_training_placement_t;
 
-/* Fills `placement` up to placement->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT (NULL), VERSION_MISMATCH. */
+/* Fills `placement` up to placement->struct_size or this library's
+ * sizeof(mlos_training_placement_t), whichever is smaller; bytes beyond are
+ * not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_training_get_placement(const mlos_training_resources_t* resources,
                                          mlos_training_placement_t* placement);
 
@@ -443,8 +448,10 @@ typedef struct mlos_training_phase_profile {
   uint64_t collective_bytes;
 } mlos_training_phase_profile_t;
 
-/* Fills `profile` up to profile->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT, VERSION_MISMATCH. */
+/* Fills `profile` up to profile->struct_size or this library's
+ * sizeof(mlos_training_phase_profile_t), whichever is smaller; bytes beyond
+ * are not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_training_get_phase_profile(
     const mlos_training_resources_t* resources,
     mlos_training_phase_profile_t* profile);
