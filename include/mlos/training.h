@@ -186,8 +186,13 @@ MLOS_API int mlos_training_release_resources(mlos_training_resources_t* resource
  * threads; once set_phase has been called, the current phase's policy is
  * applied to it at once (before the first set_phase, threads keep their own
  * priorities: a job that never marks phases is not treated as IDLE).
+ * `thread` may be any value: it is never dereferenced, and one that is not
+ * a live thread of this process (made up, pointing at other memory, or
+ * already joined) is NO_SUCH_THREAD.
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (cpu_index out of range),
- * NO_SUCH_THREAD, SYSTEM. */
+ * NO_SUCH_THREAD, UNSUPPORTED (a thread other than the caller where the C
+ * library's thread descriptor cannot be read safely; see docs/api.md),
+ * SYSTEM. */
 MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,
                                        pthread_t thread, int cpu_index);
 

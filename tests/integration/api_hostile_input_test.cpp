@@ -1,5 +1,6 @@
 // Input a careless or hostile caller can pass that the type system does not
-// rule out: a struct_size larger than the struct. Each must get its documented
+// rule out: a struct_size larger than the struct, a made-up pthread_t. Each
+// must get its documented
 // code and never a write outside the caller's object or a crash. Calls that
 // crashed before the fixes run in a forked child, so a regression fails the
 // test instead of killing the test binary.
@@ -114,5 +115,61 @@ TEST(ApiHostileInput, TooSmallStructSizeIsStillVersionMismatch) {
   prof.struct_size = sizeof(uint32_t);
   EXPECT_EQ(mlos_training_get_phase_profile(res, &prof), MLOS_ERR_VERSION_MISMATCH);
   EXPECT_EQ(prof.set_phase_calls, 0xA5A5A5A5A5A5A5A5ull);
+  EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
+}
+
+TEST(ApiHostileInput, MadeUpAndJoinedThreadsAreNoSuchThread) {
+  auto lines = in_child([&](ChildProcess& self, mlos_training_resources_t* res) {
+    // Mapped memory of garbage, and garbage whose first word points to
+    // itself as a real x86 thread descriptor's does.
+    std::vector<unsigned char> garbage(8192, kCanary);
+    std::vector<unsigned char> self_pointing(8192, kCanary);
+    void* p = self_pointing.data();
+    memcpy(self_pointing.data(), &p, sizeof p);
+    pthread_t joined{};
+    if (pthread_create(&joined, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != 0) {
+      self.report("pthread_create failed");
+      return;
+    }
+    pthread_join(joined, nullptr);
+    const std::vector<std::pair<const char*, pthread_t>> cases = {
+        {"unmapped", static_cast<pthread_t>(0x1234)},
+        {"top-of-address-space", static_cast<pthread_t>(UINTPTR_MAX - 3)},
+        {"heap-garbage", reinterpret_cast<pthread_t>(garbage.data())},
+        {"self-pointing-garbage", reinterpret_cast<pthread_t>(self_pointing.data())},
+        {"joined", joined}};
+    for (const auto& [name, t] : cases) {
+      self.report(std::string(name) + " " + mlos_strerror(mlos_training_bind_thread(res, t, MLOS_CPU_INDEX_ALL)));
+    }
+  });
+  const std::string no_such = mlos_strerror(MLOS_ERR_NO_SUCH_THREAD);
+  const std::vector<std::string> expected = {"unmapped " + no_such, "top-of-address-space " + no_such,
+                                             "heap-garbage " + no_such, "self-pointing-garbage " + no_such,
+                                             "joined " + no_such, "exit 0"};
+  EXPECT_EQ(lines, expected);
+}
+
+TEST(ApiHostileInput, LiveThreadsStillResolveAfterTheChecks) {
+  mlos_training_resources_t* res = request();
+  ASSERT_NE(res, nullptr) << mlos_last_error_message();
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu);
+  pthread_t other{};
+  ASSERT_EQ(pthread_create(
+                &other, nullptr,
+                [](void* m) -> void* {
+                  pthread_mutex_lock(static_cast<pthread_mutex_t*>(m));  // parked until the test is done
+                  pthread_mutex_unlock(static_cast<pthread_mutex_t*>(m));
+                  return nullptr;
+                },
+                &mu),
+            0);
+  EXPECT_EQ(mlos_training_bind_thread(res, other, 0), MLOS_OK) << mlos_last_error_message();
+  EXPECT_EQ(mlos_training_bind_thread(res, pthread_self(), 0), MLOS_OK) << mlos_last_error_message();
+  mlos_training_placement_t pl = {.struct_size = sizeof pl};
+  ASSERT_EQ(mlos_training_get_placement(res, &pl), MLOS_OK);
+  EXPECT_EQ(pl.bound_threads, 2);
+  pthread_mutex_unlock(&mu);
+  pthread_join(other, nullptr);
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
 }
