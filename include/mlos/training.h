@@ -367,7 +367,8 @@ typedef enum mlos_buffer_kind {
  * to be locked per its kind. Locking failures do not fail set_phase: they
  * are recorded as a note (MLOS_EFFECT_MEMLOCK). Errors: INVALID_HANDLE,
  * INVALID_ARGUMENT (NULL, size 0, unknown kind, overlaps a registered
- * buffer). */
+ * buffer, or the page-rounded range wraps past the end of the address
+ * space). */
 MLOS_API int mlos_training_register_buffer(mlos_training_resources_t* resources,
                                            void* addr, size_t size,
                                            mlos_buffer_kind_t kind);

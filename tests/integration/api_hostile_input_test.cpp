@@ -1,6 +1,6 @@
 // Input a careless or hostile caller can pass that the type system does not
-// rule out: a struct_size larger than the struct, a made-up pthread_t. Each
-// must get its documented
+// rule out: a struct_size larger than the struct, a made-up pthread_t, a
+// buffer range that wraps the address space. Each must get its documented
 // code and never a write outside the caller's object or a crash. Calls that
 // crashed before the fixes run in a forked child, so a regression fails the
 // test instead of killing the test binary.
@@ -172,4 +172,30 @@ TEST(ApiHostileInput, LiveThreadsStillResolveAfterTheChecks) {
   pthread_mutex_unlock(&mu);
   pthread_join(other, nullptr);
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
+}
+
+TEST(ApiHostileInput, BufferRangesThatWrapTheAddressSpaceAreRefused) {
+  auto lines = in_child([&](ChildProcess& self, mlos_training_resources_t* res) {
+    static char real[64];
+    const std::vector<std::pair<const char*, std::pair<uintptr_t, size_t>>> cases = {
+        {"wraps", {UINTPTR_MAX - 4095, 8192}},                          // addr + size overflows
+        {"size-max", {reinterpret_cast<uintptr_t>(real), SIZE_MAX}},    // from a real buffer
+        {"last-page", {UINTPTR_MAX - 100, 50}}};                        // rounding the end up overflows
+    for (const auto& [name, range] : cases) {
+      void* addr = reinterpret_cast<void*>(range.first);
+      const int rc = mlos_training_register_buffer(res, addr, range.second, MLOS_BUFFER_GRADIENT);
+      const bool says_why = std::string(mlos_last_error_message()).find("wraps") != std::string::npos;
+      // Nothing was registered: unregistering it finds nothing.
+      const int unreg = mlos_training_unregister_buffer(res, addr);
+      self.report(std::string(name) + " " + mlos_strerror(rc) + (says_why ? " (says why)" : "") + ", unregister " +
+                  mlos_strerror(unreg));
+    }
+    self.report(std::string("real ") + mlos_strerror(mlos_training_register_buffer(res, real, sizeof real,
+                                                                                     MLOS_BUFFER_GRADIENT)));
+  });
+  const std::string refused = std::string(mlos_strerror(MLOS_ERR_INVALID_ARGUMENT)) + " (says why), unregister " +
+                              mlos_strerror(MLOS_ERR_INVALID_ARGUMENT);
+  const std::vector<std::string> expected = {"wraps " + refused, "size-max " + refused, "last-page " + refused,
+                                             std::string("real ") + mlos_strerror(MLOS_OK), "exit 0"};
+  EXPECT_EQ(lines, expected);
 }
