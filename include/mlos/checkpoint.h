@@ -153,7 +153,9 @@ MLOS_API int mlos_checkpoint_writer_get_info(const mlos_checkpoint_writer_t* wri
 
 /* Loads the newest checkpoint of `prefix` (NULL = "ckpt") in `dir` that
  * verifies. Newer files that fail verification (torn, truncated, damaged,
- * renamed) are skipped, and *damaged_skipped (may be NULL) says how many.
+ * renamed, or not a regular file: a FIFO, socket, device or directory with a
+ * checkpoint's name, which is never waited on) are skipped, and
+ * *damaged_skipped (may be NULL) says how many.
  * On success *data is a malloc'd copy of the payload (free it with
  * mlos_checkpoint_free_data), *size its length and *sequence (may be NULL)
  * its sequence. Errors: INVALID_ARGUMENT (dir, data or size NULL, bad
@@ -182,8 +184,9 @@ MLOS_API int mlos_checkpoint_write_file(const char* path, const void* data, size
  * length and payload checksum. On success *sequence and *size (each may be
  * NULL) are its sequence and payload length. Errors: INVALID_ARGUMENT (path
  * NULL), NOT_FOUND, PERMISSION, CHECKPOINT_CORRUPT (the message says which
- * check failed: short file, bad magic, footer checksum, unknown version,
- * length mismatch, payload checksum), IO (read error), SYSTEM. */
+ * check failed: not a regular file, short file, bad magic, footer checksum,
+ * unknown version, length mismatch, payload checksum), IO (read error),
+ * SYSTEM. A FIFO or device at `path` is refused at once, never waited on. */
 MLOS_API int mlos_checkpoint_verify_file(const char* path, uint64_t* sequence, size_t* size);
 
 #ifdef __cplusplus
