@@ -63,7 +63,8 @@ typedef struct mlos_checkpoint_options {
   /* Checkpoints kept after a successful save (older ones are deleted only
    * once the new one is durable); 0 = MLOS_CHECKPOINT_DEFAULT_KEEP_LAST. */
   uint32_t keep_last;
-  /* File-name prefix, [A-Za-z0-9_.-]{1,64}; NULL = "ckpt". Copied. */
+  /* File-name prefix, [A-Za-z0-9_.-]{1,64} not starting with '.' (no
+   * hidden files; "." and ".." are refused); NULL = "ckpt". Copied. */
   const char* prefix;
   /* Optional: staging memory for save_async comes from this job's
    * checkpoint buffers (locked, counted against its memory_bytes).

@@ -1,5 +1,5 @@
 // A checkpoint directory is not trusted: a FIFO named like a checkpoint must
-// not make the reader wait forever.
+// not make the reader wait forever, and a prefix must not make hidden files.
 // Calls that hung before the fix run in a forked child under alarm(), so a
 // regression fails the test instead of hanging it.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "integration/child_process.h"
 #include "integration/temp_dir.h"
 
+namespace fs = std::filesystem;
 using mlos_test::ChildProcess;
 using mlos_test::TempDir;
 
@@ -42,6 +44,12 @@ std::string in_child_with_timeout(const std::function<int()>& call) {
       /*linger=*/false);
   std::string line = child.read_line();
   return child.wait_exit() == 0 ? line : "killed";
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
 }
 
 class CheckpointUntrustedFilesTest : public ::testing::Test {
@@ -90,4 +98,30 @@ TEST_F(CheckpointUntrustedFilesTest, LoadLatestSkipsAFifoAndFallsBackPastIt) {
     return mlos_checkpoint_load_latest(dir_.c_str(), nullptr, &data, &size, nullptr, nullptr);
   });
   EXPECT_EQ(none.rfind("rc=" + std::to_string(MLOS_ERR_CHECKPOINT_CORRUPT) + " ", 0), 0u) << none;
+}
+
+TEST_F(CheckpointUntrustedFilesTest, PrefixesThatMakeHiddenFilesAreRefused) {
+  for (const char* bad : {".", "..", ".model", "../up", "a/b"}) {
+    mlos_checkpoint_options_t o{};
+    o.struct_size = sizeof o;
+    o.prefix = bad;
+    mlos_checkpoint_writer_t* w = reinterpret_cast<mlos_checkpoint_writer_t*>(0x1);
+    EXPECT_EQ(mlos_checkpoint_writer_open(dir_.c_str(), &o, &w), MLOS_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(std::string(mlos_last_error_message()).find("not starting with '.'"), std::string::npos) << bad;
+    EXPECT_EQ(w, nullptr);
+    if (w != nullptr && w != reinterpret_cast<mlos_checkpoint_writer_t*>(0x1)) mlos_checkpoint_writer_close(w);
+    void* data = nullptr;
+    size_t size = 0;
+    EXPECT_EQ(mlos_checkpoint_load_latest(dir_.c_str(), bad, &data, &size, nullptr, nullptr),
+              MLOS_ERR_INVALID_ARGUMENT)
+        << bad;
+  }
+  EXPECT_EQ(names_in(dir_), std::vector<std::string>{}) << "a refused open left a file (a hidden lock file?)";
+  // A dot inside the prefix is still fine.
+  mlos_checkpoint_options_t o{};
+  o.struct_size = sizeof o;
+  o.prefix = "model.v2";
+  mlos_checkpoint_writer_t* w = nullptr;
+  ASSERT_EQ(mlos_checkpoint_writer_open(dir_.c_str(), &o, &w), MLOS_OK) << mlos_last_error_message();
+  EXPECT_EQ(mlos_checkpoint_writer_close(w), MLOS_OK);
 }
