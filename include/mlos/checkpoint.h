@@ -63,7 +63,8 @@ typedef struct mlos_checkpoint_options {
   /* Checkpoints kept after a successful save (older ones are deleted only
    * once the new one is durable); 0 = MLOS_CHECKPOINT_DEFAULT_KEEP_LAST. */
   uint32_t keep_last;
-  /* File-name prefix, [A-Za-z0-9_.-]{1,64}; NULL = "ckpt". Copied. */
+  /* File-name prefix, [A-Za-z0-9_.-]{1,64} not starting with '.' (no
+   * hidden files; "." and ".." are refused); NULL = "ckpt". Copied. */
   const char* prefix;
   /* Optional: staging memory for save_async comes from this job's
    * checkpoint buffers (locked, counted against its memory_bytes).
@@ -144,14 +145,18 @@ typedef struct mlos_checkpoint_writer_info {
   bool io_priority_applied;      /* the async thread got CHECKPOINT's I/O priority */
 } mlos_checkpoint_writer_info_t;
 
-/* Fills `info` up to info->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT (NULL), VERSION_MISMATCH. */
+/* Fills `info` up to info->struct_size or this library's
+ * sizeof(mlos_checkpoint_writer_info_t), whichever is smaller; bytes beyond
+ * are not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_checkpoint_writer_get_info(const mlos_checkpoint_writer_t* writer,
                                              mlos_checkpoint_writer_info_t* info);
 
 /* Loads the newest checkpoint of `prefix` (NULL = "ckpt") in `dir` that
  * verifies. Newer files that fail verification (torn, truncated, damaged,
- * renamed) are skipped, and *damaged_skipped (may be NULL) says how many.
+ * renamed, or not a regular file: a FIFO, socket, device or directory with a
+ * checkpoint's name, which is never waited on) are skipped, and
+ * *damaged_skipped (may be NULL) says how many.
  * On success *data is a malloc'd copy of the payload (free it with
  * mlos_checkpoint_free_data), *size its length and *sequence (may be NULL)
  * its sequence. Errors: INVALID_ARGUMENT (dir, data or size NULL, bad
@@ -180,8 +185,9 @@ MLOS_API int mlos_checkpoint_write_file(const char* path, const void* data, size
  * length and payload checksum. On success *sequence and *size (each may be
  * NULL) are its sequence and payload length. Errors: INVALID_ARGUMENT (path
  * NULL), NOT_FOUND, PERMISSION, CHECKPOINT_CORRUPT (the message says which
- * check failed: short file, bad magic, footer checksum, unknown version,
- * length mismatch, payload checksum), IO (read error), SYSTEM. */
+ * check failed: not a regular file, short file, bad magic, footer checksum,
+ * unknown version, length mismatch, payload checksum), IO (read error),
+ * SYSTEM. A FIFO or device at `path` is refused at once, never waited on. */
 MLOS_API int mlos_checkpoint_verify_file(const char* path, uint64_t* sequence, size_t* size);
 
 #ifdef __cplusplus

@@ -65,8 +65,9 @@ typedef enum mlos_error {
    * writing, syncing or reading a checkpoint; the message carries errno.
    * A failed save leaves the previous checkpoint intact. */
   MLOS_ERR_IO = -19,
-  /* A checkpoint file failed verification (short, bad magic, unknown
-   * version, length or checksum mismatch); the message says which. */
+  /* A checkpoint file failed verification (not a regular file, short, bad
+   * magic, unknown version, length or checksum mismatch); the message says
+   * which. */
   MLOS_ERR_CHECKPOINT_CORRUPT = -20,
   /* No checkpoint (or no such directory) was found. */
   MLOS_ERR_NOT_FOUND = -21,

@@ -18,7 +18,10 @@
  *  - The published request struct is frozen. Growth happens through
  *    versioned extension structs whose first field, struct_size, the caller
  *    sets to sizeof(the struct it compiled against); the library accepts any
- *    size from the first version on and fills or reads only that prefix.
+ *    size from the first version on and fills or reads only that prefix. It
+ *    never writes past the struct it was built with, whatever struct_size
+ *    says: bytes a newer caller has beyond that are left as they were, so
+ *    zero-initialise the struct to tell fields this library lacks.
  *  - The library never writes to stdout/stderr on its own; see mlos/log.h.
  *
  * Engines: MLOS_MODE=auto|embedded|daemon picks how requests are served.
@@ -183,8 +186,13 @@ MLOS_API int mlos_training_release_resources(mlos_training_resources_t* resource
  * threads; once set_phase has been called, the current phase's policy is
  * applied to it at once (before the first set_phase, threads keep their own
  * priorities: a job that never marks phases is not treated as IDLE).
+ * `thread` may be any value: it is never dereferenced, and one that is not
+ * a live thread of this process (made up, pointing at other memory, or
+ * already joined) is NO_SUCH_THREAD.
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (cpu_index out of range),
- * NO_SUCH_THREAD, SYSTEM. */
+ * NO_SUCH_THREAD, UNSUPPORTED (a thread other than the caller where the C
+ * library's thread descriptor cannot be read safely; see docs/api.md),
+ * SYSTEM. */
 MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,
                                        pthread_t thread, int cpu_index);
 
@@ -359,7 +367,8 @@ typedef enum mlos_buffer_kind {
  * to be locked per its kind. Locking failures do not fail set_phase: they
  * are recorded as a note (MLOS_EFFECT_MEMLOCK). Errors: INVALID_HANDLE,
  * INVALID_ARGUMENT (NULL, size 0, unknown kind, overlaps a registered
- * buffer). */
+ * buffer, or the page-rounded range wraps past the end of the address
+ * space). */
 MLOS_API int mlos_training_register_buffer(mlos_training_resources_t* resources,
                                            void* addr, size_t size,
                                            mlos_buffer_kind_t kind);
@@ -404,8 +413,10 @@ typedef struct mlos_training_placement {
   int bound_threads;             /* threads bound so far */
 } mlos_training_placement_t;
 
-/* Fills `placement` up to placement->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT (NULL), VERSION_MISMATCH. */
+/* Fills `placement` up to placement->struct_size or this library's
+ * sizeof(mlos_training_placement_t), whichever is smaller; bytes beyond are
+ * not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_training_get_placement(const mlos_training_resources_t* resources,
                                          mlos_training_placement_t* placement);
 
@@ -443,8 +454,10 @@ typedef struct mlos_training_phase_profile {
   uint64_t collective_bytes;
 } mlos_training_phase_profile_t;
 
-/* Fills `profile` up to profile->struct_size. Errors: INVALID_HANDLE,
- * INVALID_ARGUMENT, VERSION_MISMATCH. */
+/* Fills `profile` up to profile->struct_size or this library's
+ * sizeof(mlos_training_phase_profile_t), whichever is smaller; bytes beyond
+ * are not touched. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version). */
 MLOS_API int mlos_training_get_phase_profile(
     const mlos_training_resources_t* resources,
     mlos_training_phase_profile_t* profile);

@@ -66,8 +66,12 @@ inline std::shared_ptr<Job> find_job(const mlos_training_resources_t* handle) {
 }
 
 // Copies `ours` into a caller struct whose first field is struct_size,
-// honouring both sizes: older callers get a prefix, newer ones get zeros
-// past what this library knows.
+// honouring both sizes: an older caller gets the prefix it asked for, a
+// newer one gets what this library knows and nothing more. Bytes past
+// sizeof(T) are never written: struct_size is a claim the library cannot
+// check, and a wrong one (too big, or UINT32_MAX) must not let it write past
+// the caller's object. A newer caller zero-initialises its struct to tell
+// unknown fields apart.
 template <class T>
 int fill_versioned(T* out, const T& ours, size_t first_version_size) {
   const uint32_t size = out->struct_size;
@@ -79,7 +83,6 @@ int fill_versioned(T* out, const T& ours, size_t first_version_size) {
   const size_t n = std::min<size_t>(size, sizeof(T));
   std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&ours) + sizeof(uint32_t),
               n - sizeof(uint32_t));
-  if (size > sizeof(T)) std::memset(reinterpret_cast<char*>(out) + sizeof(T), 0, size - sizeof(T));
   return MLOS_OK;
 }
 

@@ -177,7 +177,7 @@ int mlos_checkpoint_load_latest(const char* dir, const char* prefix, void** data
     }
     const std::string p = prefix != nullptr ? prefix : mlos::checkpoint::kDefaultPrefix;
     if (!mlos::checkpoint::valid_prefix(p)) {
-      return invalid_argument("checkpoint prefix \"" + p + "\" is not [A-Za-z0-9_.-]{1,64}");
+      return invalid_argument("checkpoint prefix \"" + p + "\" is not " + mlos::checkpoint::kPrefixRule);
     }
     auto loaded = mlos::checkpoint::load_latest_checkpoint(dir, p);
     if (!loaded) return record_error(loaded.error());

@@ -20,7 +20,7 @@ bool is_digits(std::string_view s) {
 }  // namespace
 
 bool valid_prefix(std::string_view prefix) {
-  if (prefix.empty() || prefix.size() > kMaxPrefixLength) return false;
+  if (prefix.empty() || prefix.size() > kMaxPrefixLength || prefix.front() == '.') return false;
   for (char c : prefix) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                     c == '.' || c == '-';

@@ -12,8 +12,12 @@ namespace mlos::checkpoint {
 inline constexpr const char* kDefaultPrefix = "ckpt";
 inline constexpr size_t kMaxPrefixLength = 64;
 
-// [A-Za-z0-9_.-]{1,64}: no separators, nothing the shell or a path treats
-// specially.
+// What valid_prefix accepts, for error messages.
+inline constexpr const char* kPrefixRule = "[A-Za-z0-9_.-]{1,64}, not starting with '.'";
+
+// [A-Za-z0-9_.-]{1,64}, not starting with '.': no separators, nothing the
+// shell or a path treats specially, and no hidden files ("." and ".."
+// included), which a user listing the directory would not see.
 bool valid_prefix(std::string_view prefix);
 
 std::string final_name(std::string_view prefix, uint64_t sequence);

@@ -51,11 +51,21 @@ int read_exact(int fd, void* dest, size_t size, uint64_t offset) {
 // XXH3: into the buffer `allocate(length)` returns when given (nullptr there
 // means NO_MEMORY), else through a scratch chunk.
 Result<Footer> read_checked(const std::string& path, const std::function<unsigned char*(uint64_t)>& allocate) {
-  os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer forever (and a device could wait for its carrier). Anything but
+  // a regular file is then refused before a byte is read.
+  os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return open_error(errno, path);
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return make_sys_error(errno, "cannot stat " + path);
-  if (!S_ISREG(st.st_mode)) return make_error(MLOS_ERR_CHECKPOINT_CORRUPT, path + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    return make_error(MLOS_ERR_CHECKPOINT_CORRUPT,
+                      path + ": not a regular file (a FIFO, socket, device or directory)");
+  }
+  // Reads of a regular file are ordinary blocking reads again.
+  if (const int fl = ::fcntl(fd.get(), F_GETFL); fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    return make_sys_error(errno, "cannot clear O_NONBLOCK on " + path);
+  }
   const auto file_size = static_cast<uint64_t>(st.st_size);
   if (Status s = check_footer_fits(file_size); !s) return corrupt(path, s.error());
   FooterBytes raw{};

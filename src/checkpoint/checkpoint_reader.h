@@ -15,9 +15,10 @@
 
 namespace mlos::checkpoint {
 
-// Verifies the file at `path` without keeping its payload. Errors:
-// CHECKPOINT_CORRUPT (short file or a failed check; the message says which),
-// NOT_FOUND, PERMISSION, IO (a read error), SYSTEM.
+// Verifies the file at `path` without keeping its payload. Never blocks on
+// a FIFO or device: it is opened non-blocking and refused. Errors:
+// CHECKPOINT_CORRUPT (not a regular file, short file or a failed check; the
+// message says which), NOT_FOUND, PERMISSION, IO (a read error), SYSTEM.
 Result<Footer> verify_checkpoint_file(const std::string& path);
 
 // A payload in memory from malloc (free it with free()).
@@ -35,9 +36,10 @@ Result<LoadedCheckpoint> load_checkpoint_file(const std::string& path,
                                               std::optional<uint64_t> expected_sequence = std::nullopt);
 
 // The newest checkpoint of `prefix` in `dir` that verifies; newer ones that
-// do not are skipped and counted. Errors: NOT_FOUND (no directory, or no
-// checkpoint of that prefix), CHECKPOINT_CORRUPT (none verifies; the message
-// names the newest and why), PERMISSION, SYSTEM, NO_MEMORY.
+// do not (not regular files included) are skipped and counted. Errors:
+// NOT_FOUND (no directory, or no checkpoint of that prefix),
+// CHECKPOINT_CORRUPT (none verifies; the message names the newest and why),
+// PERMISSION, SYSTEM, NO_MEMORY.
 Result<LoadedCheckpoint> load_latest_checkpoint(const std::string& dir, std::string_view prefix);
 
 }  // namespace mlos::checkpoint

@@ -34,7 +34,7 @@ Error dir_error(int err, const std::string& what) {
 Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::open(const std::string& dir, WriterOptions options) {
   if (!valid_prefix(options.prefix)) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT,
-                      "checkpoint prefix \"" + options.prefix + "\" is not [A-Za-z0-9_.-]{1,64}");
+                      "checkpoint prefix \"" + options.prefix + "\" is not " + kPrefixRule);
   }
   if (options.keep_last == 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "keep_last must be >= 1");
   os::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

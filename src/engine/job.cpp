@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 
 namespace mlos {
@@ -256,11 +257,20 @@ Status Job::register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind) {
   if (kind != MLOS_BUFFER_GRADIENT) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown buffer kind " + std::to_string(static_cast<int>(kind)));
   }
+  const uintptr_t page = kernel_.page_size();
+  const uintptr_t first = reinterpret_cast<uintptr_t>(addr);
+  // The page-rounded end must not pass the top of the address space: a range
+  // that wraps (addr + size overflows) or ends in the last page (rounding up
+  // overflows) would be kept with end < start and lock nothing.
+  if (size > UINTPTR_MAX - first || first + size > UINTPTR_MAX - (page - 1)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer of " + std::to_string(size) + " bytes at " +
+                                                     std::to_string(first) +
+                                                     " wraps past the end of the address space");
+  }
   std::lock_guard lock(mu_);
   if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
-  const uintptr_t page = kernel_.page_size();
-  const uintptr_t start = reinterpret_cast<uintptr_t>(addr) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + size + page - 1) / page * page;
+  const uintptr_t start = first / page * page;
+  const uintptr_t end = (first + size + page - 1) / page * page;
   for (const auto& [s, b] : registered_) {
     if (start < s + b.bytes && s < end) {
       return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer overlaps one already registered");

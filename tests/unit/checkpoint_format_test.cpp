@@ -163,4 +163,10 @@ TEST(CheckpointNames, PrefixValidation) {
   EXPECT_FALSE(valid_prefix("a/b"));
   EXPECT_FALSE(valid_prefix("a b"));
   EXPECT_FALSE(valid_prefix("ck*"));
+  // Hidden files: "." and "..", and anything else starting with '.'; a dot
+  // further in is fine.
+  EXPECT_FALSE(valid_prefix("."));
+  EXPECT_FALSE(valid_prefix(".."));
+  EXPECT_FALSE(valid_prefix(".model"));
+  EXPECT_TRUE(valid_prefix("model."));
 }
