@@ -16,9 +16,11 @@ own message. See docs/python.md.
 import atexit
 
 from . import _core
-from .errors import CODES, MLOSError, check
+from .errors import CODES, MLOSError, c_integer, check, fs_path
 
 __version__ = _core.VERSION
+
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1  # the C API's int fields
 
 PHASE_IDLE = 0
 PHASE_DATA_LOADING = 1
@@ -89,7 +91,10 @@ class Resources:
         thread. level: MEMORY_NORMAL, MEMORY_MODERATE, MEMORY_CRITICAL;
         info: a dict of the figures (available_bytes, budget_bytes,
         psi_some_avg10, psi_full_avg10, source, detected_ns, sequence). See
-        docs/memory-pressure.md."""
+        docs/memory-pressure.md. A non-callable fn raises TypeError here,
+        not later on the watcher thread."""
+        if not callable(fn):
+            raise TypeError(f"memory callback must be callable, got {type(fn).__name__}")
         check(_core.register_memory_callback(self._handle, fn))
         self._callbacks.append(fn)
 
@@ -132,9 +137,12 @@ def _unregister_callbacks_at_exit():
 def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_cpus=True, priority=0):
     """Claims `num_cpus` CPUs (and checks `memory_bytes` can be had) on the
     best-fitting NUMA node, or on `numa_preference`. Raises MLOSError
-    (e.g. INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY)."""
-    rc, handle = _core.request_resources(int(num_cpus), int(memory_bytes), int(numa_preference),
-                                         bool(exclusive_cpus), int(priority))
+    (e.g. INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY; INVALID_ARGUMENT
+    naming the argument for a value out of range, memory_bytes < 0 included)."""
+    rc, handle = _core.request_resources(c_integer("num_cpus", num_cpus, _INT_MIN, _INT_MAX),
+                                         c_integer("memory_bytes", memory_bytes, 0, _core.SIZE_MAX),
+                                         c_integer("numa_preference", numa_preference, _INT_MIN, _INT_MAX),
+                                         bool(exclusive_cpus), c_integer("priority", priority, _INT_MIN, _INT_MAX))
     check(rc)
     return Resources(handle)
 
@@ -175,8 +183,9 @@ __all__ = [
 def write_file_atomic(path, data):
     """Replaces the file `path` with the bytes of `data` (any buffer) so
     that a crash leaves the old file or the new one, never a torn one
-    (temporary, fdatasync, rename, directory fsync)."""
-    check(_core.write_file(str(path), data))
+    (temporary, fdatasync, rename, directory fsync). `path`: str, bytes or
+    os.PathLike; one with a NUL byte raises MLOSError(INVALID_ARGUMENT)."""
+    check(_core.write_file(fs_path(path), data))
 
 
 from .context import MLOSTrainingContext  # noqa: E402  (needs the names above)

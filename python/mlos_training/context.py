@@ -13,7 +13,9 @@ import os
 import sys
 import threading
 
-from . import (PHASE_FORWARD, PHASE_IDLE, bind_current_thread, release_resources, request_resources, set_phase)
+from . import (PHASE_FORWARD, PHASE_IDLE, _core, bind_current_thread, release_resources, request_resources,
+               set_phase)
+from .errors import MLOSError, c_integer, invalid_argument
 from .thread_governor import ThreadGovernor
 
 _GIB = 1 << 30
@@ -38,7 +40,8 @@ class MLOSTrainingContext:
     close()), also when the body raises.
 
     num_cpus, memory_gb, numa_preference, exclusive_cpus, priority: the
-    request (memory_bytes= instead of memory_gb is accepted too). rank,
+    request (memory_bytes= instead of memory_gb is accepted too; a size
+    below 0 or past 2**64 bytes raises MLOSError(INVALID_ARGUMENT) here). rank,
     world_size: >1 creates ctx.process_group. bind: pin the entering thread.
     model, optimizer: automatic phase marking (torch). size_threads: give
     torch set_num_threads(recommended_threads) while the context is active.
@@ -50,9 +53,18 @@ class MLOSTrainingContext:
     def __init__(self, num_cpus=1, memory_gb=0, *, memory_bytes=None, numa_preference=-1, exclusive_cpus=True,
                  priority=0, rank=None, world_size=None, model=None, optimizer=None, bind=True, size_threads=True,
                  group_timeout=None, adapt_threads=None):
+        # Checked here, so a bad size fails at construction, naming the
+        # argument the caller gave (request_resources checks the others).
+        if memory_bytes is not None:
+            memory_bytes = c_integer("memory_bytes", memory_bytes, 0, _core.SIZE_MAX)
+        else:
+            try:
+                memory_bytes = c_integer("memory_gb", memory_gb * _GIB, 0, _core.SIZE_MAX)
+            except MLOSError:
+                raise invalid_argument(f"memory_gb must be a size in GiB in 0..{_core.SIZE_MAX / _GIB:g}, "
+                                       f"got {memory_gb!r}") from None
         self.request = dict(num_cpus=num_cpus, numa_preference=numa_preference, exclusive_cpus=exclusive_cpus,
-                            priority=priority,
-                            memory_bytes=int(memory_bytes if memory_bytes is not None else memory_gb * _GIB))
+                            priority=priority, memory_bytes=memory_bytes)
         self.rank, self.world_size = rank, world_size
         self.model, self.optimizer = model, optimizer
         self.bind, self.size_threads = bind, size_threads

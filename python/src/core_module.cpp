@@ -111,8 +111,13 @@ std::pair<int, nb::dict> placement(uintptr_t h) {
 }
 
 // Any object with the buffer protocol (bytes, memoryview of a BytesIO...),
-// written without a copy and with the GIL released.
-int write_file(const std::string& path, nb::handle data) {
+// written without a copy and with the GIL released. `path` is bytes
+// (os.fsencode'd by the package, so file names that are not UTF-8 work).
+// The package refuses a NUL byte first (MLOSError); this ValueError only
+// guards direct callers of _core, since the C string would end at the NUL.
+int write_file(nb::bytes path_bytes, nb::handle data) {
+  const std::string path(path_bytes.c_str(), path_bytes.size());
+  if (path.find('\0') != std::string::npos) throw nb::value_error("path contains a NUL byte");
   Py_buffer view;
   if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
   int rc;
@@ -138,6 +143,7 @@ NB_MODULE(_core, m) {
   m.doc() = "Thin binding of libmlos's C ABI; use the mlos_training package, not this module.";
   m.attr("VERSION") = MLOS_VERSION_STRING;
   m.attr("PHASE_COUNT") = MLOS_TRAINING_PHASE_COUNT;
+  m.attr("SIZE_MAX") = static_cast<uint64_t>(SIZE_MAX);  // the largest size_t (memory_bytes)
 
   m.def("request_resources", &request_resources, "num_cpus"_a, "memory_bytes"_a, "numa_preference"_a,
         "exclusive_cpus"_a, "priority"_a);

@@ -46,7 +46,7 @@ std::map<std::pair<uintptr_t, PyObject*>, nb::object>& registry() {
 
 }  // namespace
 
-int register_memory_callback(uintptr_t handle, nb::object fn) {
+int register_memory_callback(uintptr_t handle, nb::callable fn) {
   PyObject* key = fn.ptr();
   int rc;
   {

@@ -11,8 +11,9 @@
 
 namespace mlos_python {
 
-// Both return the C call's code; on failure nothing is kept.
-int register_memory_callback(uintptr_t handle, nanobind::object fn);
+// Both return the C call's code; on failure nothing is kept. A non-callable
+// fn is refused by nanobind with TypeError before the library sees it.
+int register_memory_callback(uintptr_t handle, nanobind::callable fn);
 int unregister_memory_callback(uintptr_t handle, nanobind::object fn);
 
 // (rc, dict) with the fields of mlos_memory_pressure_info_t.

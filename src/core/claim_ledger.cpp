@@ -66,7 +66,9 @@ std::string ClaimLedger::serialize() const {
   json arr = json::array();
   for (const auto& c : claims) arr.push_back(claim_to_json(c));
   json j{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"boot_id", boot_id}, {"claims", arr}};
-  return j.dump(1) + "\n";
+  // Labels come from callers (the C API's request, `mlos run`'s CMD) and may
+  // hold bytes that are not UTF-8: written as U+FFFD rather than thrown on.
+  return j.dump(1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) + "\n";
 }
 
 std::vector<Claim> ClaimLedger::prune(const std::function<bool(const ProcessId&)>& is_alive) {

@@ -58,6 +58,7 @@ struct ClaimLedger {
   // STATE_CORRUPT with the reason if `json` is not a valid ledger (bad JSON,
   // wrong schema_version, bad field); "" parses as an empty ledger.
   static Result<ClaimLedger> parse(std::string_view json);
+  // Never throws: bytes of a label that are not UTF-8 become U+FFFD.
   std::string serialize() const;
 
   // Removes claims whose owner `is_alive` rejects; returns them.

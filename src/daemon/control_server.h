@@ -52,7 +52,7 @@ class ControlServer {
     os::UniqueFd fd;
     os::PeerCredentials peer;   // peer.process points at `process`
     os::ProcessHandle process;  // the connecting process, by pidfd
-    FrameDecoder decoder{64 * 1024};
+    FrameDecoder decoder{kMaxRequestPayload};
     std::vector<os::UniqueFd> fds;  // received with the request being read
     std::string out;                // reply bytes not yet written
     bool closing = false;           // close once `out` is flushed

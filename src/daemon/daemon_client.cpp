@@ -74,7 +74,7 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   // close (idle timeout, restart). Either is found before anything is
   // written, so the caller knows the request was not sent.
   if (input_pending(fd_.get())) {
-    FrameDecoder decoder;
+    FrameDecoder decoder{kMaxReplyPayload};
     auto early = read_frame(decoder);
     fd_.reset();
     if (early && early->has_value() && (*early)->value("ok", true) == false) return error_from_reply(**early);
@@ -83,15 +83,15 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   const uint64_t id = next_id_++;
   args["op"] = op;
   args["id"] = id;
-  auto bytes = encode_frame(FrameKind::kRequest, args);
-  if (!bytes) return bytes.error();
+  auto bytes = encode_frame(FrameKind::kRequest, args, kMaxRequestPayload);
+  if (!bytes) return make_error(bytes.error().code, "request '" + op + "' not sent: " + bytes.error().message);
   auto broken = [&](const Error& e) -> Error {
     fd_.reset();
     return make_sys_error(e.sys_errno, "mlosd at " + path_ + ": " + e.message, MLOS_ERR_DAEMON_UNAVAILABLE);
   };
   if (Status s = os::send_all(fd_.get(), *bytes, pass_fd); !s) return broken(s.error());
   if (sent != nullptr) *sent = true;
-  FrameDecoder decoder;
+  FrameDecoder decoder{kMaxReplyPayload};
   auto reply = read_frame(decoder);
   if (!reply) {
     if (reply.error().code == MLOS_ERR_TIMEOUT) {

@@ -29,6 +29,8 @@ class DaemonClient {
   // error (code and message from the daemon). DAEMON_UNAVAILABLE if the
   // connection broke: *sent (if given) says whether the request had been
   // written whole before that, i.e. whether the daemon may have acted on it.
+  // A request over kMaxRequestPayload is INVALID_ARGUMENT, not sent, and
+  // the connection stays usable.
   Result<nlohmann::json> call(const std::string& op, nlohmann::json args = nlohmann::json::object(),
                               int pass_fd = -1, bool* sent = nullptr);
 

@@ -26,7 +26,15 @@ namespace mlos::daemon {
 
 constexpr uint16_t kProtocolVersion = 1;
 constexpr size_t kFrameHeaderSize = 16;
-constexpr uint32_t kDefaultMaxPayload = 1 << 20;
+// The largest payload each direction carries (docs/protocol.md). mlosd
+// reads every request with this limit, so a client cannot make it buffer
+// more than that per connection; requests are small (the longest field is
+// a job's label). Replies can be larger: a status page lists up to 512 jobs.
+// Clients encode requests with kMaxRequestPayload, so an oversized one is
+// refused before it is sent instead of costing the connection.
+constexpr uint32_t kMaxRequestPayload = 64 * 1024;
+constexpr uint32_t kMaxReplyPayload = 1 << 20;
+constexpr uint32_t kDefaultMaxPayload = kMaxReplyPayload;
 
 enum class FrameKind : uint16_t { kRequest = 1, kReply = 2, kEvent = 3 };
 

@@ -89,6 +89,22 @@ TEST(ClaimLedgerTest, SerializeParseRoundTrip) {
   EXPECT_EQ(back->serialize(), text);
 }
 
+// A label is whatever a caller passed (a C string, a file name): bytes that
+// are not UTF-8 must not make the ledger unwritable (nlohmann's dump throws
+// on them by default).
+TEST(ClaimLedgerTest, LabelThatIsNotUtf8IsWrittenWithReplacementCharacters) {
+  ClaimLedger l;
+  Claim a = make_claim(4242, 1, "0", false);
+  a.label = "/tmp/x\xff\xfe.sh";
+  l.add(a);
+  std::string text;
+  ASSERT_NO_THROW(text = l.serialize());
+  auto back = ClaimLedger::parse(text);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->claims.size(), 1u);
+  EXPECT_EQ(back->claims[0].label, "/tmp/x\xEF\xBF\xBD\xEF\xBF\xBD.sh");
+}
+
 TEST(ClaimLedgerTest, EmptyOrWhitespaceIsAnEmptyLedger) {
   for (const char* text : {"", " ", "\n", " \t\r\n "}) {
     auto r = ClaimLedger::parse(text);

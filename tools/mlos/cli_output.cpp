@@ -13,12 +13,16 @@ nlohmann::json json_envelope(const std::string& command) {
   return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"command", command}};
 }
 
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
 void report_error(const std::string& command, const Error& e, bool json, bool json_to_stderr) {
   std::cerr << "mlos " << command << ": " << mlos_strerror(e.code) << ": " << e.describe() << "\n";
   if (json) {
     auto j = json_envelope(command);
     j["error"] = {{"code", e.code}, {"name", mlos_strerror(e.code)}, {"message", e.describe()}};
-    (json_to_stderr ? std::cerr : std::cout) << j.dump(json_to_stderr ? -1 : 2) << "\n";
+    (json_to_stderr ? std::cerr : std::cout) << dump_json(j, json_to_stderr ? -1 : 2) << "\n";
   }
 }
 

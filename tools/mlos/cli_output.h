@@ -26,6 +26,12 @@ constexpr int kJsonSchemaVersion = 1;
 // {"schema_version":1,"command":name} to be filled by the command.
 nlohmann::json json_envelope(const std::string& command);
 
+// `j` as text (indent as nlohmann's dump). Never throws: strings that came
+// from outside (argv, environment, file names, the ledger) may hold bytes
+// that are not UTF-8, which JSON cannot carry; those are written
+// as U+FFFD. Every JSON document mlos prints goes through this.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
 // Reports `e` on stderr ("mlos <command>: <name>: <message>") and, with
 // json, as {"schema_version":1,"command":..,"error":{code,name,message}} on
 // stdout (stderr when json_to_stderr).

@@ -21,7 +21,7 @@ std::string json_text(const json& j, const char* key, const std::string& fallbac
   if (it == j.end() || it->is_null()) return fallback;
   if (it->is_string()) return it->get<std::string>().empty() ? fallback : it->get<std::string>();
   if (it->is_number_integer()) return std::to_string(it->get<long long>());
-  return it->dump();
+  return dump_json(*it);
 }
 
 std::string fit(const std::string& text, size_t width) {

@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--profile", run.profile,
                     "Print the phase profile (seconds and share per phase) on stderr when CMD releases its "
                     "allocation or exits (sets MLOS_PROFILE=stderr)");
-  run_cmd->add_option("--label", run.label, "Name shown by `mlos status` (default: CMD)");
+  run_cmd->add_option("--label", run.label,
+                      "Name shown by `mlos status`, UTF-8 (default: CMD, bytes that are not UTF-8 shown as U+FFFD)");
   run_cmd->add_flag("--dry-run", run.dry_run, "Print the placement and exit without claiming or running");
   run_cmd->add_flag("--json", run.json, "Print the placement as JSON (stdout for --dry-run, else stderr)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "Print the placement on stderr before starting CMD");
@@ -95,6 +96,21 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  // An unknown first word would reach CLI11 as a stray positional, reported
+  // as "A subcommand is required": name it and the valid ones instead.
+  if (own_argc >= 2 && argv[1][0] != '-') {
+    const auto known = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(argv[1]); });
+    if (known.empty()) {
+      std::cerr << "mlos: unknown subcommand \"" << argv[1] << "\"; the subcommands are";
+      const char* sep = " ";
+      for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        std::cerr << sep << sub->get_name();
+        sep = ", ";
+      }
+      std::cerr << " (see mlos --help)\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(own_argc, argv);
     if (own_argc != argc) {
@@ -103,12 +119,22 @@ int main(int argc, char** argv) {
       run.command = after_dashes;
     }
   } catch (const CLI::ParseError& e) {
+    // CLI11 has its own exit codes (105 for a failed check, 109 for an
+    // unknown option, ...); mlos documents one usage code per subcommand.
     int rc = app.exit(e);
     if (rc == 0) return kExitOk;  // --help, --version
     return run_cmd->parsed() ? kExitRunFailed : kExitUsage;
   }
-  if (topo_cmd->parsed()) return run_topo(topo);
-  if (status_cmd->parsed()) return run_status(status);
-  if (top_cmd->parsed()) return run_top(top);
-  return run_run(run);
+  // The commands report their errors themselves; this is the net for an
+  // exception that escaped one (e.g. from the JSON library): a documented
+  // failure code and a message instead of std::terminate's abort (134).
+  try {
+    if (topo_cmd->parsed()) return run_topo(topo);
+    if (status_cmd->parsed()) return run_status(status);
+    if (top_cmd->parsed()) return run_top(top);
+    return run_run(run);
+  } catch (const std::exception& e) {
+    std::cerr << "mlos: internal error: " << e.what() << "\n";
+    return run_cmd->parsed() ? kExitRunFailed : kExitFailure;
+  }
 }

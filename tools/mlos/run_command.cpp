@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "cli_output.h"
 #include "commands.h"
+#include "core/utf8.h"
 #include "engine/ledger_claim_broker.h"
 #include "os/kernel.h"
 
@@ -46,7 +48,17 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
   r.placement.exclusive = o.exclusive;
   r.placement.strict_membind = o.strict_mem;
   r.placement.single_node = o.single_node;
-  r.label = o.label.empty() && !o.command.empty() ? o.command.front() : o.label;
+  // The label ends up in JSON (the ledger, mlosd, `status --json`), which
+  // only carries UTF-8. A --label the user typed is refused, so they can
+  // fix it; CMD's path is what it is (any bytes make a Unix file name), so
+  // the default label replaces what is not UTF-8 and CMD still runs.
+  if (const size_t bad = first_invalid_utf8(o.label); bad != std::string::npos) {
+    char byte[8];
+    snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(o.label[bad]));
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("--label is not valid UTF-8 (byte ") + byte +
+                                                     " at offset " + std::to_string(bad) + ")");
+  }
+  r.label = o.label.empty() && !o.command.empty() ? valid_utf8(o.command.front()) : o.label;
   r.envelope = true;
   if (!o.mem.empty()) {
     auto bytes = parse_size(o.mem);
@@ -99,10 +111,10 @@ int run_run(const RunOptions& o) {
     j["topology"] = (*broker)->topology().source;
     j["placement"] = placement_json(*plan, 0);
     if (o.json) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << dump_json(j, 2) << "\n";
     } else {
       std::cout << "would run on CPUs " << plan->cpu_set.to_list() << " (NUMA node(s) "
-                << nlohmann::json(plan->nodes).dump() << "), " << std::max(1, plan->physical_cores)
+                << dump_json(plan->nodes) << "), " << std::max(1, plan->physical_cores)
                 << " thread(s) per pool\n";
     }
     return kExitOk;
@@ -152,7 +164,7 @@ int run_run(const RunOptions& o) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
     j["command"] = o.command;
-    std::cerr << (o.json ? j.dump() : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
+    std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
                                           std::to_string(grant->claim_id) + ", " + threads + " thread(s)")
               << "\n";
   }

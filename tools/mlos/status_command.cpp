@@ -44,7 +44,7 @@ int ledger_status(const StatusOptions& options) {
                              {"label", c.label},
                              {"age_seconds", now - c.created_unix}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "ledger: " << ledger_file.path() << "\n";
@@ -76,7 +76,7 @@ int run_status(const StatusOptions& options) {
     report_error("status", reply.error(), options.json);
     return kExitFailure;
   }
-  if (options.json) std::cout << daemon_status_json(*reply, socket).dump(2) << "\n";
+  if (options.json) std::cout << dump_json(daemon_status_json(*reply, socket), 2) << "\n";
   else std::cout << daemon_status_text(*reply, socket);
   return kExitOk;
 }

@@ -38,7 +38,7 @@ int run_topo(const TopoOptions& options) {
       j["gpus"].push_back({{"name", g.name}, {"pci_busid", g.pci_busid}, {"vendor_id", g.vendor_id},
                            {"numa_node", g.numa_node}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
   std::cout << "topology: " << t.source << "\n"
