@@ -131,17 +131,34 @@ Status JobManager::write_snapshot() {
 
 void JobManager::book(const JobRecord& r, int sign) {
   ++jobs_version_;
+  // A nested job's CPUs and memory are its parent's: it books against the
+  // parent, and counts only as a job for its user.
+  CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
   if (r.exclusive) {
-    usage_.exclusive = sign > 0 ? usage_.exclusive | r.cpus : usage_.exclusive.minus(r.cpus);
+    u.exclusive = sign > 0 ? u.exclusive | r.cpus : u.exclusive.minus(r.cpus);
   } else {
     for (int c : r.cpus.to_vector()) {
-      if ((usage_.shared_load[c] += sign) <= 0) usage_.shared_load.erase(c);
+      if ((u.shared_load[c] += sign) <= 0) u.shared_load.erase(c);
     }
   }
+  auto link = [&](std::map<uint64_t, std::set<uint64_t>>& index, uint64_t to) {
+    if (to == 0) return;
+    if (sign > 0) {
+      index[to].insert(r.id);
+    } else if (auto it = index.find(to); it != index.end() && it->second.erase(r.id) && it->second.empty()) {
+      index.erase(it);
+      if (&index == &children_) nested_usage_.erase(to);
+    }
+  };
+  link(children_, r.parent);
+  link(guests_, r.host);
   UserHoldings& h = holdings_[r.uid];
   h.jobs += sign;
-  if (r.exclusive) h.exclusive_cpus += sign * r.cpus.count();
-  h.memory_bytes = sign > 0 ? h.memory_bytes + r.memory_bytes : h.memory_bytes - std::min(h.memory_bytes, r.memory_bytes);
+  if (r.parent == 0) {
+    if (r.exclusive) h.exclusive_cpus += sign * r.cpus.count();
+    h.memory_bytes =
+        sign > 0 ? h.memory_bytes + r.memory_bytes : h.memory_bytes - std::min(h.memory_bytes, r.memory_bytes);
+  }
   if (h.jobs <= 0) holdings_.erase(r.uid);
 }
 
@@ -214,6 +231,18 @@ Result<std::vector<std::string>> JobManager::recover() {
     report.push_back("adopted job " + std::to_string(r.id) + " (" + r.label + "): pid " + std::to_string(r.owner.pid) +
                      ", CPUs " + r.cpus.to_list() + (j.page ? ", phase page mapped" : ""));
   }
+  // Dependents whose parent or host was not adopted stand alone; hosts
+  // cover the guests adopted after them.
+  for (auto& [id, j] : jobs_) {
+    const uint64_t other = j.record.parent != 0 ? j.record.parent : j.record.host;
+    if (other == 0 || jobs_.count(other)) continue;
+    book(j.record, -1);
+    j.record.parent = j.record.host = 0;
+    book(j.record, +1);
+    apply_cgroup(j, true);
+    report.push_back("job " + std::to_string(id) + " stands alone: job " + std::to_string(other) + " is gone");
+  }
+  for (const auto& [host, guests] : guests_) apply_cgroup(jobs_.at(host), false);
   for (const std::string& name : plan.stray_cgroups) {
     auto procs = d_.cgroups->processes(name);
     if (procs && procs->empty() && d_.cgroups->remove(name)) {
@@ -234,18 +263,30 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
   l.cpus = j.record.cpus;
   l.mems = j.record.mems;
   l.cpu_weight = d_.policy.weight(j.marked ? j.phase : MLOS_TRAINING_PHASE_FORWARD, j.record.priority);
-  if (j.record.memory_bytes > 0) {
+  // A host's cgroup holds its process for its guests too: their CPUs and
+  // nodes, and their memory (no limit if any of them has none).
+  uint64_t memory = j.record.memory_bytes;
+  if (auto g = guests_.find(j.record.id); g != guests_.end()) {
+    for (uint64_t id : g->second) {
+      const JobRecord& guest = jobs_.at(id).record;
+      l.cpus = l.cpus | guest.cpus;
+      l.mems = l.mems | guest.mems;
+      memory = memory == 0 || guest.memory_bytes == 0 ? 0 : memory + guest.memory_bytes;
+    }
+  }
+  if (memory > 0) {
     // The request is the hard limit; reclaim pressure starts at 90% of it,
     // so a job feels throttling before the OOM killer.
-    l.memory_max = j.record.memory_bytes;
-    l.memory_high = j.record.memory_bytes / 10 * 9;
-    if (j.marked && j.phase == MLOS_TRAINING_PHASE_CHECKPOINT) l.memory_low = j.record.memory_bytes;
+    l.memory_max = memory;
+    l.memory_high = memory / 10 * 9;
+    if (j.marked && j.phase == MLOS_TRAINING_PHASE_CHECKPOINT) l.memory_low = memory;
   }
   return l;
 }
 
 void JobManager::apply_cgroup(Live& j, bool create) {
-  if (!d_.cgroups) return;
+  // Nested jobs and guests live in another job's cgroup.
+  if (!d_.cgroups || j.record.parent != 0 || j.record.host != 0) return;
   const std::string name = j.record.cgroup();
   auto note_once = [&j](const std::string& line) {
     if (std::find(j.notes.begin(), j.notes.end(), line) == j.notes.end()) j.notes.push_back(line);
@@ -312,14 +353,39 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   if (next_id_ > JobRegistry::kMaxJobId) {
     return make_error(MLOS_ERR_STATE_CORRUPT, "job ids are exhausted (next_id " + std::to_string(next_id_) + ")");
   }
+  // Where the process already is: inside a job's cgroup put there by
+  // another process (nested: carved from that job, never refused for
+  // CPUs the node lacks), or inside its own first job's (a guest of it).
+  Live* envelope = nullptr;
+  if (d_.job_of_process) {
+    if (auto in = d_.job_of_process(owner->pid); in && jobs_.count(*in)) envelope = &jobs_.at(*in);
+  }
+  if (envelope == nullptr) {
+    for (auto& [id, other] : jobs_) {
+      if (other.record.owner == *owner && other.record.parent == 0 && other.record.host == 0 && other.weight != 0) {
+        envelope = &other;
+        break;
+      }
+    }
+  }
+  const bool nested = envelope != nullptr && envelope->record.owner != *owner;
+  Live* host = envelope != nullptr && !nested ? envelope : nullptr;
   const auto held = holdings_.find(peer.uid);
   if (Status s = check_job_quota(d_.quotas, peer.uid, held == holdings_.end() ? UserHoldings{} : held->second,
-                                 req->exclusive ? req->num_cpus : 0, req->memory_bytes, node_cpus());
+                                 req->exclusive && !nested ? req->num_cpus : 0, nested ? 0 : req->memory_bytes,
+                                 node_cpus());
       !s) {
     return s.error();
   }
-  auto placement = plan_placement(d_.topology, d_.allowed, usage_, d_.memory(), *req);
-  if (!placement) return placement.error();
+  auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & d_.allowed,
+                                           nested_usage_[envelope->record.id], MemoryAvailability{}, *req)
+                          : plan_placement(d_.topology, d_.allowed, usage_, d_.memory(), *req);
+  if (!placement) {
+    if (!nested) return placement.error();
+    return make_error(placement.error().code, "nested in job " + std::to_string(envelope->record.id) + " (CPUs " +
+                                                  envelope->record.cpus.to_list() +
+                                                  ", the process's envelope): " + placement.error().message);
+  }
 
   Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
   JobRecord& r = j.record;
@@ -344,23 +410,28 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                         "); phases only over the socket");
     }
   }
-  // One process sits in one cgroup per hierarchy: a second job of the same
-  // process shares the first one's cgroup membership.
-  const Live* sibling = nullptr;
-  for (const auto& [id, other] : jobs_) {
-    if (other.record.owner == r.owner) sibling = &other;
+  if (nested) {
+    r.parent = envelope->record.id;
+    j.notes.push_back("nested in job " + std::to_string(r.parent) + ": carved from its CPUs, in its cgroup");
+  } else if (host != nullptr && d_.cgroups) {
+    // One process sits in one cgroup per hierarchy: the host's, widened.
+    r.host = host->record.id;
+    j.notes.push_back("cgroup: shares " + host->record.cgroup() +
+                      " with this process's first job (one cgroup per process); its cpuset now covers both");
   }
   ++next_id_;
   auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
   Live& live = it->second;
   book(live.record, +1);
-  apply_cgroup(live, true);
-  if (d_.cgroups && live.weight != 0) {
-    if (sibling != nullptr) {
-      live.notes.push_back("cgroup: process already in " + sibling->record.cgroup() + " (one cgroup per process)");
-    } else if (Status s = d_.move_process(live.record.cgroup(), live.record.owner, peer.uid); !s) {
-      live.notes.push_back("cgroup: could not move pid " + std::to_string(live.record.owner.pid) +
-                           " in: " + s.error().describe());
+  if (live.record.host != 0) {
+    apply_cgroup(*host, false);
+  } else if (live.record.parent == 0) {
+    apply_cgroup(live, true);
+    if (d_.cgroups && live.weight != 0) {
+      if (Status s = d_.move_process(live.record.cgroup(), live.record.owner, peer.uid); !s) {
+        live.notes.push_back("cgroup: could not move pid " + std::to_string(live.record.owner.pid) +
+                             " in: " + s.error().describe());
+      }
     }
   }
   if (Status s = persist(live); !s) {
@@ -375,7 +446,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
              {"primary_node", placement->primary_node},
              {"memory_policy", static_cast<int>(placement->memory_policy)},
              {"physical_cores", placement->physical_cores},
-             {"cgroup", d_.cgroups && live.weight != 0 ? live.record.cgroup() : std::string()},
+             {"cgroup", cgroup_of(live)},
              {"notes", live.notes}};
   return reply;
 }
@@ -429,16 +500,70 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   if (it->second.memory) ++memory_wakeups_version_;  // its wake-ups close with it
-  if (d_.cgroups) {
-    const std::string name = it->second.record.cgroup();
-    // Processes left behind (the released owner, orphaned workers) go back
-    // to the hierarchy's root before the cgroup goes.
-    (void)d_.cgroups->detach(name);
-    (void)d_.cgroups->remove(name);
-  }
-  book(it->second.record, -1);
+  const JobRecord gone = it->second.record;
+  book(gone, -1);
   watched_.erase(id);
   jobs_.erase(it);
+  if (gone.host != 0) {
+    if (auto h = jobs_.find(gone.host); h != jobs_.end()) apply_cgroup(h->second, false);  // narrowed again
+  } else if (d_.cgroups && gone.parent == 0) {
+    // Processes left behind (the released owner, orphaned workers) go back
+    // to the hierarchy's root before the cgroup goes.
+    (void)d_.cgroups->detach(gone.cgroup());
+    (void)d_.cgroups->remove(gone.cgroup());
+  }
+  rehome_dependents(gone);
+}
+
+void JobManager::rehome_dependents(const JobRecord& gone) {
+  std::vector<uint64_t> changed;
+  // Guests: the first becomes the host of the others, and the process
+  // moves into its cgroup.
+  if (auto g = guests_.find(gone.id); g != guests_.end()) {
+    const std::vector<uint64_t> ids(g->second.begin(), g->second.end());
+    for (uint64_t id : ids) book(jobs_.at(id).record, -1);
+    Live& next = jobs_.at(ids.front());
+    for (uint64_t id : ids) {
+      jobs_.at(id).record.host = id == next.record.id ? 0 : next.record.id;
+      book(jobs_.at(id).record, +1);
+      changed.push_back(id);
+    }
+    apply_cgroup(next, true);
+    if (d_.cgroups && next.weight != 0) (void)d_.move_process(next.record.cgroup(), next.record.owner, 0);
+  }
+  // Nested jobs: their envelope is gone; they become jobs of the node, on
+  // the CPUs they have (shared if another job now shares them).
+  if (auto c = children_.find(gone.id); c != children_.end()) {
+    const std::vector<uint64_t> ids(c->second.begin(), c->second.end());
+    for (uint64_t id : ids) {
+      Live& child = jobs_.at(id);
+      book(child.record, -1);
+      child.record.parent = 0;
+      bool contended = child.record.cpus.intersects(usage_.exclusive);
+      for (int cpu : child.record.cpus.to_vector()) contended = contended || usage_.load(cpu) > 0;
+      if (child.record.exclusive && contended) {
+        child.record.exclusive = false;
+        child.notes.push_back("its envelope (job " + std::to_string(gone.id) +
+                              ") ended and other jobs use its CPUs: no longer exclusive");
+      }
+      book(child.record, +1);
+      apply_cgroup(child, true);
+      if (d_.cgroups && child.weight != 0) (void)d_.move_process(child.record.cgroup(), child.record.owner, 0);
+      changed.push_back(id);
+    }
+  }
+  for (uint64_t id : changed) {
+    if (Status s = d_.state->put(jobs_.at(id).record, next_id_); !s) registry_behind_ = true;
+  }
+}
+
+std::string JobManager::cgroup_of(const Live& j) const {
+  if (!d_.cgroups) return "";
+  if (j.record.parent != 0 || j.record.host != 0) {
+    auto it = jobs_.find(j.record.parent != 0 ? j.record.parent : j.record.host);
+    return it != jobs_.end() && it->second.weight != 0 ? it->second.record.cgroup() : "";
+  }
+  return j.weight != 0 ? j.record.cgroup() : "";
 }
 
 Status JobManager::start_memory_watch(Live& j, os::UniqueFd doorbell, int owner_fd, const json& thresholds) {
@@ -652,7 +777,9 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"phase_source", j.page ? "page" : "socket"},
              {"phase_seconds", seconds},
              {"phase_entries", entries},
-             {"cgroup", d_.cgroups ? j.record.cgroup() : std::string()},
+             {"cgroup", cgroup_of(j)},
+             {"nested_in", j.record.parent == 0 ? json(nullptr) : json(j.record.parent)},
+             {"host", j.record.host == 0 ? json(nullptr) : json(j.record.host)},
              {"cpu_weight", j.weight},
              {"notes", j.notes}};
     if (j.memory) job["memory_pressure"] = report_to_json(j.memory->report());

@@ -66,6 +66,9 @@ struct JobManagerDeps {
   // root, that it runs with requester's real and effective uid.
   std::function<Status(const std::string& cgroup, const ProcessId& target, uid_t requester)> move_process;
   UserQuotas quotas;
+  // The job whose cgroup process `pid` sits in, if any (its envelope); null
+  // or nullopt: none known, every job is placed from the node's pool.
+  std::function<std::optional<uint64_t>(pid_t)> job_of_process;
   // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
   std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
   std::function<uint64_t()> now_ns;                 // monotonic
@@ -191,8 +194,13 @@ class JobManager {
   // Starts the job's watch on `doorbell` (validated), records it.
   Status start_memory_watch(Live& job, os::UniqueFd doorbell, int owner_fd, const nlohmann::json& thresholds);
   void forget(uint64_t id, const std::string& why);
+  // When a job that others depend on goes: its nested jobs become jobs of
+  // the node (and get cgroups of their own), its guests a new host.
+  void rehome_dependents(const JobRecord& gone);
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
   JobSample sample(const Live& job) const;
+  // The cgroup the job's process is in: its own, or its parent's or host's.
+  std::string cgroup_of(const Live& job) const;
   os::CgroupLimits limits_for(const Live& job) const;
 
   JobManagerDeps d_;
@@ -200,6 +208,9 @@ class JobManager {
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;
   CpuUsage usage_;
+  std::map<uint64_t, CpuUsage> nested_usage_;         // parent -> its nested jobs' usage
+  std::map<uint64_t, std::set<uint64_t>> children_;   // parent -> nested jobs
+  std::map<uint64_t, std::set<uint64_t>> guests_;     // host -> guest jobs
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   std::map<uint32_t, UserHoldings> holdings_;
   uint64_t jobs_version_ = 0;

@@ -35,7 +35,9 @@ json JobRecord::to_json() const {
               {"created_unix", created_unix},
               {"page_fd", page_fd},
               {"memory_event_fd", memory_event_fd},
-              {"memory_thresholds", memory_thresholds}};
+              {"memory_thresholds", memory_thresholds},
+              {"parent", parent},
+              {"host", host}};
 }
 
 namespace {
@@ -73,6 +75,12 @@ JobRecord record_from(const json& j) {
   // Added after the first registries were written: optional.
   rec.memory_event_fd = j.contains("memory_event_fd") ? int_field(j, "memory_event_fd") : -1;
   rec.memory_thresholds = j.value("memory_thresholds", json());
+  // Added with nested and hosted jobs: optional.
+  rec.parent = j.contains("parent") ? non_negative_field(j, "parent") : 0;
+  rec.host = j.contains("host") ? non_negative_field(j, "host") : 0;
+  if (rec.parent == rec.id || rec.host == rec.id || (rec.parent != 0 && rec.host != 0)) {
+    throw std::invalid_argument("job " + std::to_string(rec.id) + " has an impossible parent/host");
+  }
   if (rec.memory_event_fd < -1) throw std::invalid_argument("job " + std::to_string(rec.id) + " has memory_event_fd < -1");
   if (!rec.memory_thresholds.is_null() && !rec.memory_thresholds.is_object()) {
     throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object memory_thresholds");

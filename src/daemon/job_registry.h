@@ -36,6 +36,14 @@ struct JobRecord {
   // notifying it.
   int memory_event_fd = -1;
   nlohmann::json memory_thresholds;  // null when not watched
+  // A job requested from inside another job's cgroup by another process
+  // (the library under `mlos run`, a child of a trainer) is nested in it:
+  // carved from its CPUs, in its cgroup, booked against it, not the node.
+  uint64_t parent = 0;
+  // A second job of a process that sits in its first job's cgroup (one
+  // cgroup per process) is that job's guest: its CPUs are added to the
+  // host's cpuset, so the process can run on both.
+  uint64_t host = 0;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import error_codes
-from daemon_helpers import Client, Daemon, encode, read_frame, start_job_client, v1_cgroups_usable, wait_for
+from cli_helpers import error_codes, parse_cpu_list
+from daemon_helpers import (Client, Daemon, allowed_cpus, encode, read_frame, start_job_client, v1_cgroups_usable,
+                            wait_for)
 
 ERR = error_codes()
 NOBODY = 65534
@@ -40,6 +41,32 @@ def shared_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+_started = []  # daemons and job clients to stop whatever a test's outcome
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_was_started():
+    yield
+    while _started:
+        thing = _started.pop()
+        try:
+            if isinstance(thing, Daemon):
+                if thing.proc and thing.proc.poll() is None:
+                    thing.proc.kill()
+                    thing.proc.wait(10)
+                thing.remove_cgroups()
+            elif thing.poll() is None:
+                thing.kill()
+                thing.wait(10)
+        except Exception:  # noqa: BLE001 - cleanup must reach every item
+            pass
+
+
+def started(thing):
+    _started.append(thing)
+    return thing
+
+
 def start_daemon(tmp_path, shared_dir, cgroups="none", config=None, extra=()):
     args = list(extra)
     if config is not None:
@@ -48,7 +75,7 @@ def start_daemon(tmp_path, shared_dir, cgroups="none", config=None, extra=()):
         args += ["--config", str(path)]
     d = Daemon(tmp_path, cgroups=cgroups, extra_args=args)
     d.socket = shared_dir / "mlosd.sock"
-    return d.start()
+    return started(d).start()
 
 
 def as_nobody(body: str, timeout=60, **popen):
@@ -92,7 +119,7 @@ def spawn_with_pid(pid, argv):
 def test_out_of_descriptors_the_daemon_neither_drops_live_jobs_nor_spins(tmp_path, shared_dir):
     needs_root()
     d = start_daemon(tmp_path, shared_dir)
-    job = start_job_client(d, cpus=1, exclusive=True, label="root-exclusive")
+    job = started(start_job_client(d, cpus=1, exclusive=True, label="root-exclusive"))
     held = []
     try:
         # Leave the daemon a few descriptors, then take them with connections
@@ -148,7 +175,7 @@ def _status_or_none(d):
 
 
 def test_mlosd_raises_its_soft_descriptor_limit_to_the_hard_one(tmp_path, shared_dir):
-    d = Daemon(tmp_path, cgroups="none")
+    d = started(Daemon(tmp_path, cgroups="none"))
     d.socket = shared_dir / "mlosd.sock"
     argv = ["prlimit", "--nofile=1024:4096", "--"] + d.argv()
     d.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(d.log, "a"))
@@ -235,6 +262,38 @@ os.execv({str(setuid_python)!r}, [{str(setuid_python)!r}, "-c", {inner!r}, str(s
         d.stop()
 
 
+# ---- several jobs around one process ----
+
+def test_a_second_job_of_a_process_and_a_job_nested_in_anothers_can_be_bound_to(tmp_path, shared_dir):
+    needs_root()
+    if v1_cgroups_usable():
+        pytest.skip(v1_cgroups_usable())
+    d = start_daemon(tmp_path, shared_dir, cgroups="v1")
+    binary = str(Path(d.binary).parent / "mlos_two_jobs_client")
+    for mode in ("same", "nested"):
+        p = started(subprocess.Popen([binary, mode], env=d.client_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        line = p.stdout.readline()
+        assert line.startswith("BOUND"), (mode, line, p.stderr.read() if p.poll() is not None else "")
+        bound = dict(f.split("=", 1) for f in line.split()[1:])
+        # The kernel runs the bound thread where the job's CPUs are: the
+        # process's cgroup lets it (it used to hold only the first job's).
+        assert parse_cpu_list(allowed_cpus(int(bound["pid"]))) == parse_cpu_list(bound["cpus"])
+        jobs = {j["label"]: j for j in d.status()["jobs"]}
+        if mode == "same":
+            first, second = jobs["first"], jobs["second"]
+            assert second["host"] == first["job"] and second["cgroup"] == first["cgroup"], jobs
+            cpuset = (d.cgroup_dir("cpuset", first["cgroup"]) / "cpuset.cpus").read_text().strip()
+            assert parse_cpu_list(cpuset) == parse_cpu_list(first["cpus"]) | parse_cpu_list(second["cpus"])
+        else:
+            outer, inner = jobs["outer"], jobs["inner"]
+            assert inner["nested_in"] == outer["job"] and inner["cgroup"] == outer["cgroup"], jobs
+            assert parse_cpu_list(inner["cpus"]) < parse_cpu_list(outer["cpus"])
+        p.stdin.close()
+        assert p.wait(10) == 0
+        assert wait_for(lambda: d.status()["jobs"] == [], timeout=10)
+
+
 # ---- quotas ----
 
 def test_per_uid_quotas_refuse_with_quota_and_status_says_who_holds_what(tmp_path, shared_dir):
@@ -251,6 +310,10 @@ extra = Client({str(d.socket)!r})
 over = socket.socket(socket.AF_UNIX); over.settimeout(5); over.connect({str(d.socket)!r})
 out["third_connection"] = read_frame(over)
 out["status"] = c.call("status")
+extra.close()  # room for the CLI's connection
+import subprocess
+out["cli"] = subprocess.run([{str(Path(d.binary).parent / "mlos")!r}, "status", "--socket", {str(d.socket)!r}],
+                            capture_output=True, text=True, timeout=30).stdout
 print(json.dumps(out))
 """
     try:
@@ -263,6 +326,8 @@ print(json.dumps(out))
         users = {u["uid"]: u for u in out["status"]["users"]}
         assert users[NOBODY]["jobs"] == 2 and users[NOBODY]["exclusive_cpus"] == 1, users
         assert users[NOBODY]["connections"] == 2 and users[NOBODY]["quota"]["exclusive_cpus"] == 1, users
+        # mlos status says who holds what, against which quota.
+        assert f"uid {NOBODY}: 2 jobs/2, 1 exclusive CPUs/1" in out["cli"], out["cli"]
         # Root is exempt: the other CPU is still its to take exclusively.
         c = d.client()
         r = c.call("request", num_cpus=1, exclusive=True, label="root")
@@ -282,7 +347,7 @@ def test_idle_connections_are_closed_and_the_library_reconnects(tmp_path, shared
     assert raw.recv(1) == b""  # closed by the daemon, not by the 10 s timeout
     raw.close()
     # A job whose connection idled out still releases through a new one.
-    job = start_job_client(d, cpus=1, exclusive=False, label="idle")
+    job = started(start_job_client(d, cpus=1, exclusive=False, label="idle"))
     time.sleep(1.0)
     job.terminate()
     assert job.wait(10) == 0, job.stdout.read()
@@ -305,7 +370,7 @@ def test_auto_mode_falls_back_only_when_no_daemon_is_there(tmp_path, shared_dir)
         for c in held:
             c.close()
     d.kill9()  # the socket file stays, nothing accepts on it: no daemon
-    p = subprocess.Popen([binary, "1", "1", "auto-fallback"], env=env, stdout=subprocess.PIPE, text=True)
+    p = started(subprocess.Popen([binary, "1", "1", "auto-fallback"], env=env, stdout=subprocess.PIPE, text=True))
     line = p.stdout.readline()
     p.terminate()
     p.wait(10)
@@ -349,7 +414,7 @@ def test_untrustworthy_registries_are_refused_not_crashed_on(tmp_path, case):
     for quarantine in (False, True):
         argv = d.argv() + (["--quarantine-state"] if quarantine else [])
         if quarantine:
-            p = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+            p = started(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True))
             try:
                 assert wait_for(lambda: d.socket.exists(), timeout=10)
                 assert Client(d.socket).call("status")["jobs"] == []

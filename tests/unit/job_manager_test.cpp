@@ -115,6 +115,12 @@ class JobManagerTest : public ::testing::Test {
     };
     d.now_ns = [this] { return now_ns_; };
     d.now_unix = [] { return int64_t{1700000000}; };
+    // The job cgroup a process sits in, as /proc/<pid>/cgroup would say.
+    d.job_of_process = [this](pid_t pid) -> std::optional<uint64_t> {
+      auto at = cgroupfs_->pid_location(pid);
+      if (!at || at->rfind("mlos/job-", 0) != 0) return std::nullopt;
+      return std::stoull(at->substr(9));
+    };
     // Quotas out of the way except where a test is about them
     // (JobManagerQuotaTest starts from the defaults).
     d.quotas.exclusive_cpus_per_uid = 1 << 16;
@@ -276,7 +282,7 @@ TEST_F(JobManagerTest, SecondJobOfTheSameProcessSharesItsCgroupMembership) {
   auto second = m->request(alice, {{"num_cpus", 1}}, {});
   ASSERT_TRUE(second.ok()) << second.error().describe();
   EXPECT_EQ(cgroup_file(1, "cgroup.procs"), "101");
-  EXPECT_EQ(cgroup_file(2, "cgroup.procs"), "");
+  EXPECT_FALSE(cgroup_exists(2)) << "a guest lives in its host's cgroup";
   ASSERT_EQ((*second)["notes"].size(), 1u);
   EXPECT_NE((*second)["notes"][0].get<std::string>().find("job-1"), std::string::npos);
 }
@@ -542,6 +548,60 @@ TEST_F(JobManagerTest, TheJobIsOwnedByAndMovesTheProcessThatConnected) {
   ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 1}}, {}).ok());
   EXPECT_EQ(moves_, std::vector<pid_t>{101});
   EXPECT_EQ(find_job(m->status(), 1)["pid"], 101);
+}
+
+// ---- several jobs of one process, and jobs inside another's ----
+
+TEST_F(JobManagerTest, ASecondJobOfAProcessWidensItsCgroupAndOutlivesTheFirst) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  auto first = m->request(alice, {{"num_cpus", 2}, {"exclusive", true}}, {});
+  auto second = m->request(alice, {{"num_cpus", 2}, {"exclusive", true}}, {});
+  ASSERT_TRUE(first.ok() && second.ok());
+  const auto a = CpuSet::parse_list((*first)["cpus"].get<std::string>());
+  const auto b = CpuSet::parse_list((*second)["cpus"].get<std::string>());
+  EXPECT_FALSE(a->intersects(*b)) << "two allocations, not one carved from the other";
+  // The process can run on both: its one cgroup covers both.
+  EXPECT_EQ(cgroup_file(1, "cpuset.cpus"), (*a | *b).to_list());
+  EXPECT_EQ((*second)["cgroup"], "job-1");
+  EXPECT_FALSE(cgroup_exists(2));
+  EXPECT_EQ(find_job(m->status(), 2)["host"], 1);
+  // The first goes: the second takes the process into a cgroup of its own.
+  ASSERT_TRUE(m->release(alice, 1));
+  EXPECT_TRUE(cgroup_exists(2));
+  EXPECT_EQ(cgroup_file(2, "cpuset.cpus"), b->to_list());
+  EXPECT_EQ(cgroupfs_->pid_location(101), "mlos/job-2");
+  EXPECT_TRUE(find_job(m->status(), 2)["host"].is_null());
+  EXPECT_EQ(saved_registry().jobs.at(0).host, 0u);
+}
+
+TEST_F(JobManagerTest, AJobRequestedFromInsideAnothersCgroupIsCarvedFromIt) {
+  auto m = make_manager();
+  const auto alice = spawn(101, kAlice);
+  auto outer = m->request(alice, {{"num_cpus", 4}, {"exclusive", true}, {"numa_preference", 0}}, {});
+  ASSERT_TRUE(outer.ok());
+  const auto child = spawn(102, kAlice);  // e.g. the command `mlos run` started
+  ASSERT_TRUE(m->attach(alice, 1, 102));
+  auto inner = m->request(child, {{"num_cpus", 2}, {"exclusive", true}}, {});
+  ASSERT_TRUE(inner.ok()) << inner.error().describe();
+  const auto inner_cpus = CpuSet::parse_list((*inner)["cpus"].get<std::string>());
+  EXPECT_TRUE(inner_cpus->is_subset_of(*CpuSet::parse_list((*outer)["cpus"].get<std::string>())));
+  EXPECT_EQ((*inner)["cgroup"], "job-1");
+  EXPECT_EQ(find_job(m->status(), 2)["nested_in"], 1);
+  EXPECT_FALSE(cgroup_exists(2));
+  // The node's pool did not pay twice: node 1's four CPUs are still free.
+  EXPECT_TRUE(m->request(spawn(201, kBob), {{"num_cpus", 4}, {"exclusive", true}}, {}).ok());
+  // Inside the envelope, nested jobs are arbitrated among themselves.
+  auto too_many = m->request(child, {{"num_cpus", 3}, {"exclusive", true}}, {});
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message.find("nested in job 1"), std::string::npos) << too_many.error().message;
+  // The envelope ends: the nested job stands on its own, with its cgroup.
+  ASSERT_TRUE(m->release(alice, 1));
+  EXPECT_TRUE(find_job(m->status(), 2)["nested_in"].is_null());
+  EXPECT_TRUE(cgroup_exists(2));
+  EXPECT_EQ(cgroupfs_->pid_location(102), "mlos/job-2");
+  auto more = m->request(spawn(202, kBob), {{"num_cpus", 4}, {"exclusive", true}}, {});
+  ASSERT_FALSE(more.ok()) << "job 2's CPUs are now booked against the node";
 }
 
 // ---- per-user quotas ----

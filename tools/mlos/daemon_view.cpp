@@ -53,7 +53,7 @@ json daemon_status_json(const json& reply, const std::string& socket) {
   j["source"] = "mlosd";
   j["socket"] = socket;
   j["daemon"] = reply.contains("daemon") ? reply["daemon"] : json::object();
-  for (const char* key : {"cpus", "exclusive_cpus", "shared_pool", "cgroups"}) {
+  for (const char* key : {"cpus", "exclusive_cpus", "shared_pool", "cgroups", "users"}) {
     if (reply.contains(key)) j[key] = reply[key];
   }
   j["jobs"] = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
@@ -67,9 +67,20 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
                     json_text(reply, "cgroups") + ") on " + socket + "\n";
   out += "CPUs " + json_text(reply, "cpus") + ", shared pool " + json_text(reply, "shared_pool") + ", exclusive " +
          json_text(reply, "exclusive_cpus") + "\n";
+  char line[512];
+  // Who holds what, against the per-user quotas (root has none).
+  const json& users = reply.contains("users") && reply["users"].is_array() ? reply["users"] : json::array();
+  for (const auto& u : users) {
+    const json& q = u.is_object() && u.contains("quota") ? u["quota"] : json();
+    auto of = [&q](const char* key) { return q.is_object() ? "/" + json_text(q, key, "-") : std::string(); };
+    snprintf(line, sizeof line, "uid %s: %s jobs%s, %s exclusive CPUs%s, %s connections%s\n",
+             json_text(u, "uid").c_str(), json_text(u, "jobs").c_str(), of("jobs").c_str(),
+             json_text(u, "exclusive_cpus").c_str(), of("exclusive_cpus").c_str(), json_text(u, "connections").c_str(),
+             of("connections").c_str());
+    out += line;
+  }
   const json& jobs = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
   if (jobs.empty()) return out + "no jobs\n";
-  char line[512];
   snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s\n", "JOB", "LABEL", "PID", "UID",
            "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s");
   out += line;

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <prometheus/exposer.h>
 
 #include "daemon/control_server.h"
@@ -21,6 +22,7 @@
 #include "mlos/version.h"
 #include "os/hwloc_topology.h"
 #include "os/cgroup/checked_attach.h"
+#include "os/durable_file.h"
 #include "os/kernel.h"
 #include "os/memory_sources.h"
 #include "os/process_handle.h"
@@ -85,6 +87,23 @@ Result<mlos::ProcessId> peer_process(const os::PeerCredentials& peer) {
 void log_to_stderr(mlos_log_level_t level, const char* message, void* /*user_data*/) {
   static const char* const names[] = {"error", "warning", "info", "debug"};
   std::fprintf(stderr, "mlosd: %s: %s\n", names[level >= 0 && level <= 3 ? level : 0], message);
+}
+
+// The job whose cgroup `pid` sits in: its cpuset (v1) or unified (v2)
+// path ends in "/<base>/job-<id>". nullopt when not in one (or gone).
+std::optional<uint64_t> job_of_process(pid_t pid, bool v1, const std::string& base) {
+  auto text = os::read_whole_file("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!text || !text->has_value()) return std::nullopt;
+  auto path = os::parse_cgroup_path(**text, v1 ? "cpuset" : "");
+  const std::string marker = "/" + base + "/job-";
+  if (!path || path->size() <= marker.size()) return std::nullopt;
+  const size_t at = path->rfind(marker);
+  if (at == std::string::npos) return std::nullopt;
+  const std::string digits = path->substr(at + marker.size());
+  if (digits.empty() || digits.size() > 16 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(digits);
 }
 
 // Descriptors: one per connection and its pidfd, one per job owner, plus
@@ -203,6 +222,11 @@ int main(int argc, char** argv) {
     return os::attach_checked(*driver, cgroup, target, requester);
   };
   deps.quotas = config.quotas;
+  if (*driver) {
+    deps.job_of_process = [v1 = (*driver)->version() == "v1", base = config.cgroup_base](pid_t pid) {
+      return job_of_process(pid, v1, base);
+    };
+  }
   deps.fetch_fd = fetch_fd;
   deps.now_ns = monotonic_ns;
   deps.memory_thresholds = config.memory_thresholds;
