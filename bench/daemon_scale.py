@@ -126,13 +126,13 @@ def total_jobs(c):
 def scale(d, owners, jobs, levels):
     probe = d.client()
     rows = []
-    held = 0
+    held = turn = 0
     for level in levels:
         # Fill up to the level, owners in turn.
         while held < level:
-            o = owners[held % len(owners)]
             chunk = min(250, level - held)
-            o.add(chunk)
+            owners[turn % len(owners)].add(chunk)
+            turn += 1
             held += chunk
         before = daemon_facts(d)["journal_bytes"]
         lat = owners[0].add(50)
@@ -164,7 +164,20 @@ def prune_time(d, owner, expected_after):
     return elapsed
 
 
-def soak(d, uids, seconds, held_by_others):
+def start_root_job(d):
+    """A root job on an exclusive CPU through the published API, granted
+    before the crowd arrives (later, shared jobs cover every CPU)."""
+    binary = str(Path(d.binary).parent / "mlos_daemon_job_client")
+    job = subprocess.Popen([binary, "1", "1", "root-exclusive"], env=d.client_env(), stdout=subprocess.PIPE, text=True)
+    line = job.stdout.readline()
+    if not line.startswith("GRANTED"):
+        raise RuntimeError(f"root job: {line}")
+    granted = dict(f.split("=", 1) for f in line.split()[1:])
+    return job, int(granted["claim"]), granted["cpus"]
+
+
+def soak(d, uids, seconds, held_by_others, root):
+    root_job, root_claim, root_cpus = root
     stop = threading.Event()
     hello_lat, errors = [], []
 
@@ -178,12 +191,6 @@ def soak(d, uids, seconds, held_by_others):
                 c = d.client()
             time.sleep(0.05)
 
-    # A root job on an exclusive CPU, through the published API.
-    binary = str(Path(d.binary).parent / "mlos_daemon_job_client")
-    root_job = subprocess.Popen([binary, "1", "1", "root-exclusive"], env=d.client_env(), stdout=subprocess.PIPE,
-                                text=True)
-    granted = dict(f.split("=", 1) for f in root_job.stdout.readline().split()[1:])
-    root_claim, root_cpus = int(granted["claim"]), granted["cpus"]
     # Idle clients (as other users), and slow ones that trickle a request
     # byte by byte and never read.
     idle = [Client(d.socket) for _ in range(30)]
@@ -265,24 +272,33 @@ def main():
     uids = ensure_users(a.owners)
     work = Path(tempfile.mkdtemp(prefix="mlos-scale-"))
     os.chmod(work, 0o755)
-    d = Daemon(work, cgroups="none", extra_args=["--sample-interval-ms", "100"])
+    d = Daemon(work, cgroups="none")
     d.start()
-    owners = []
+    owners, root = [], None
     try:
+        root = start_root_job(d)
         owners = [Owner(d.socket, uid) for uid in uids]
         levels = sorted({0, a.jobs // 10, a.jobs // 4, a.jobs // 2, a.jobs})
         rows, held = scale(d, owners, a.jobs, levels)
         victim = owners.pop(0)
-        prune_s = prune_time(d, victim, held - victim.jobs)
+        prune_s = prune_time(d, victim, held - victim.jobs + 1)
         held -= victim.jobs
-        soaked = soak(d, uids, a.soak_seconds, held) if a.soak_seconds > 0 else None
+        soaked = soak(d, uids, a.soak_seconds, held, root) if a.soak_seconds > 0 else None
         result = {"jobs": a.jobs, "owners": a.owners, "scale": rows,
                   "prune": {"jobs": victim.jobs, "seconds": prune_s}, "soak": soaked,
                   "final": daemon_facts(d)}
     finally:
         for o in owners:
             o.kill()
-        d.stop()
+        if root and root[0].poll() is None:
+            root[0].kill()
+        t = time.perf_counter()
+        try:
+            d.stop()
+        except subprocess.TimeoutExpired:
+            d.proc.kill()
+        stop_s = time.perf_counter() - t
+    result["stop_seconds"] = stop_s
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "daemon_scale.json").write_text(json.dumps(result, indent=2))
@@ -292,7 +308,8 @@ def main():
         jb = "compacted" if r["journal_bytes_per_request"] is None else f"{r['journal_bytes_per_request']:.0f}"
         print(f"| {r['jobs']} | {r['request_median_ms']:.2f} | {r['request_p99_ms']:.2f} | {jb} | "
               f"{r['status_page_ms']:.2f} | {r['hello_ms']:.2f} | {r['fds']} | {r['rss_bytes'] / 2**20:.0f} |")
-    print(f"\nOwner of {result['prune']['jobs']} jobs killed: forgotten in {prune_s * 1e3:.1f} ms")
+    print(f"\nOwner of {result['prune']['jobs']} jobs killed: forgotten in {prune_s * 1e3:.1f} ms; "
+          f"SIGTERM to exit: {stop_s:.2f} s")
     if soaked:
         print(f"\nSoak {soaked['seconds']} s: {soaked['owner_deaths']} owners died, {soaked['owner_births']} arrived; "
               f"hello max {soaked['hello_max_ms']:.1f} ms, p99 {soaked['hello_p99_ms']:.1f} ms, "

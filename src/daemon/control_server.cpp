@@ -32,7 +32,8 @@ static_assert(POLLIN == EPOLLIN && POLLPRI == EPOLLPRI);
 namespace {
 
 constexpr size_t kMaxQueuedReply = 8 << 20;  // a client that never reads is dropped
-constexpr uint64_t kSweepEveryTicks = 50;     // every owner read from /proc (5 s at 100 ms ticks)
+constexpr size_t kSweepPerTick = 64;          // owners read from /proc per tick (640/s at 100 ms)
+constexpr uint64_t kResyncEveryTicks = 100;   // full pass over the owner pidfds (10 s at 100 ms)
 
 // Tags in epoll_event.data.u64: the kind in the high bits, the fd below.
 constexpr uint64_t kListen = 1ull << 40, kClient = 2ull << 40, kTimer = 3ull << 40, kSignal = 4ull << 40,
@@ -51,7 +52,7 @@ Status watch(int epoll, int fd, uint64_t tag, uint32_t events) {
 ControlServer::ControlServer(const DaemonConfig& config, JobManager& jobs, JobMetrics& metrics, json info)
     : config_(config), jobs_(jobs), metrics_(metrics), info_(std::move(info)) {}
 
-ControlServer::~ControlServer() = default;
+ControlServer::~ControlServer() { updater_.reset(); }
 
 Status ControlServer::listen() {
   auto fd = os::listen_unix(config_.socket, config_.socket_mode);
@@ -64,7 +65,9 @@ json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, 
   metrics_.count_request(req.op);
   RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size(), &connections_by_uid_};
   json reply = handle_request(jobs_, ctx, peer, req, std::move(fd));
-  if (req.op == "request" && reply.value("ok", false)) sync_owner_watches();
+  if (req.op == "request" && reply.value("ok", false) && reply.contains("job")) {
+    if (auto owner = jobs_.owner_of(reply["job"].get<uint64_t>())) watch_owner(reply["job"].get<uint64_t>(), *owner);
+  }
   return reply;
 }
 
@@ -250,9 +253,28 @@ void ControlServer::on_client(int fd, uint32_t events) {
   if (c.closing && c.out.empty()) close_client(fd);
 }
 
-void ControlServer::sync_owner_watches(bool retry) {
-  if (jobs_.jobs_version() == owners_version_ && !retry) return;
-  owners_version_ = jobs_.jobs_version();
+bool ControlServer::watch_owner(uint64_t job, const ProcessId& owner) {
+  const OwnerKey key{owner.pid, owner.start_time};
+  auto it = owner_watches_.find(key);
+  if (it == owner_watches_.end()) {
+    // Opened by pid, then checked to be the recorded process: a pid reused
+    // since the job was granted is not watched in its place.
+    auto handle = os::ProcessHandle::open(owner.pid);
+    if (!handle) return false;  // gone (a tick prunes it) or out of descriptors (ticks check it)
+    auto id = handle->identity();
+    if (!id || id->start_time != owner.start_time || !watch(epoll_.get(), handle->fd(), kPidfd, EPOLLIN)) return false;
+    pidfd_owner_[handle->fd()] = key;
+    it = owner_watches_.emplace(key, OwnerWatch{std::move(*handle), {}}).first;
+  }
+  it->second.jobs.insert(job);
+  jobs_.set_owner_watched(job, true);
+  return true;
+}
+
+void ControlServer::sync_owner_watches() {
+  // The full pass, on the slow sweep: drops the pidfds of owners that hold
+  // no job any more (released, not exited) and retries owners whose pidfd
+  // could not be taken. A grant adds its owner at once (watch_owner).
   std::map<OwnerKey, std::vector<uint64_t>> want;
   for (const auto& [job, owner] : jobs_.owners()) want[{owner.pid, owner.start_time}].push_back(job);
   for (auto it = owner_watches_.begin(); it != owner_watches_.end();) {
@@ -263,20 +285,11 @@ void ControlServer::sync_owner_watches(bool retry) {
     pidfd_owner_.erase(it->second.handle.fd());
     it = owner_watches_.erase(it);  // closing the pidfd takes it out of epoll
   }
-  for (auto& [key, jobs] : want) {
-    auto it = owner_watches_.find(key);
-    if (it == owner_watches_.end()) {
-      // Opened by pid, then checked to be the recorded process: a pid
-      // reused since the job was granted is not watched in its place.
-      auto handle = os::ProcessHandle::open(key.first);
-      if (!handle) continue;  // gone (the next tick prunes it) or out of descriptors (ticks check it)
-      auto id = handle->identity();
-      if (!id || id->start_time != key.second || !watch(epoll_.get(), handle->fd(), kPidfd, EPOLLIN)) continue;
-      pidfd_owner_[handle->fd()] = key;
-      it = owner_watches_.emplace(key, OwnerWatch{std::move(*handle), {}}).first;
+  for (const auto& [key, jobs] : want) {
+    if (auto it = owner_watches_.find(key); it != owner_watches_.end()) it->second.jobs.clear();
+    for (uint64_t job : jobs) {
+      if (!watch_owner(job, ProcessId{key.first, key.second})) break;  // no pidfd: the ticks read /proc
     }
-    for (uint64_t job : jobs) jobs_.set_owner_watched(job, true);
-    it->second.jobs = std::move(jobs);
   }
 }
 
@@ -288,10 +301,9 @@ void ControlServer::owner_exited(int pidfd) {
   if (it == owner_watches_.end()) return;
   // A readable pidfd is proof: every job of that process goes, with one
   // registry write.
-  const std::vector<uint64_t> jobs = std::move(it->second.jobs);
+  const std::vector<uint64_t> jobs(it->second.jobs.begin(), it->second.jobs.end());
   owner_watches_.erase(it);
   jobs_.owner_exited(jobs);
-  sync_owner_watches();
 }
 
 void ControlServer::sync_memory_wakeups() {
@@ -310,22 +322,21 @@ void ControlServer::sync_memory_wakeups() {
 }
 
 void ControlServer::sample(bool metrics_due) {
-  // Owners with a pidfd are not read from /proc on every tick; every one is
-  // checked on a slower sweep, which also retries pidfds that could not be
-  // taken (descriptor limit).
-  const bool sweep = ticks_ % kSweepEveryTicks == 0;
-  jobs_.tick(sweep);
-  sync_owner_watches(sweep);
+  // Owners with a pidfd are read from /proc a few per tick (a safety net);
+  // the full pass over the owners' pidfds, which also retries those that
+  // could not be taken (descriptor limit), is rarer.
+  jobs_.tick(kSweepPerTick);
+  if (ticks_ % kResyncEveryTicks == 0) sync_owner_watches();
   sync_memory_wakeups();
   close_idle_clients(monotonic_ns());
   if (!listening_) resume_listening();
   if (!metrics_due) return;
-  metrics_.update(jobs_.samples());
+  if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); });
+  updater_->post(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
   if (auto text = os::read_whole_file("/proc/pressure/memory"); text && text->has_value()) {
     if (auto t = os::parse_pressure_totals(**text)) metrics_.set_memory_stall(t->some_us / 1e6, t->full_us / 1e6);
   }
-  write_textfile();
 }
 
 void ControlServer::write_textfile() {

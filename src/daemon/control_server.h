@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "daemon/frame_codec.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
+#include "daemon/metrics_updater.h"
 #include "os/peer_credentials.h"
 #include "os/process_handle.h"
 #include "os/unique_fd.h"
@@ -61,7 +63,7 @@ class ControlServer {
   // One pidfd per job owner (not per job), readable when it exits.
   struct OwnerWatch {
     os::ProcessHandle handle;
-    std::vector<uint64_t> jobs;
+    std::set<uint64_t> jobs;  // may name jobs released since: harmless
   };
   using OwnerKey = std::pair<int, uint64_t>;  // pid, start time
 
@@ -78,12 +80,16 @@ class ControlServer {
   void flush(Client& c);
   void close_client(int fd);
   void sample(bool metrics_due);
-  // Brings the owner pidfds to JobManager's jobs; `retry` also retries
-  // owners whose pidfd could not be taken before (fd limit).
-  void sync_owner_watches(bool retry = false);
+  // Watches `job`'s owner (one pidfd per owner). false if no pidfd could be
+  // taken: the owner is then read from /proc by the ticks.
+  bool watch_owner(uint64_t job, const ProcessId& owner);
+  // Brings the owner pidfds to JobManager's jobs (O(jobs): at start and on
+  // the slow sweep only).
+  void sync_owner_watches();
   void owner_exited(int pidfd);
   // Brings epoll to JobManager::memory_wakeups().
   void sync_memory_wakeups();
+  // On the metrics updater's thread.
   void write_textfile();
 
   const DaemonConfig& config_;
@@ -98,11 +104,11 @@ class ControlServer {
   std::map<uint32_t, int> connections_by_uid_;
   std::map<OwnerKey, OwnerWatch> owner_watches_;
   std::map<int, OwnerKey> pidfd_owner_;         // pidfd -> its owner
-  uint64_t owners_version_ = UINT64_MAX;        // JobManager's jobs_version at the last sync
   std::map<int, uint64_t> memory_wakeups_;    // fd (owned by JobManager) -> job
   uint64_t memory_wakeups_version_ = UINT64_MAX;  // JobManager's at the last sync
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
+  std::unique_ptr<MetricsUpdater> updater_;  // started at the first sample
 };
 
 }  // namespace mlos::daemon

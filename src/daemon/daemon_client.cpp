@@ -102,6 +102,12 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   }
   if (!reply->has_value()) return broken(make_error(MLOS_ERR_SYSTEM, "connection closed by mlosd"));
   if (!(*reply)->contains("id") || (**reply)["id"] != id) {
+    // Id 0 with an error: the daemon refused the connection itself (sent
+    // at accept, which may come after our request was written).
+    if ((**reply)["id"] == 0 && (*reply)->value("ok", true) == false) {
+      fd_.reset();
+      return error_from_reply(**reply);
+    }
     return broken(make_error(MLOS_ERR_SYSTEM, "reply out of order"));
   }
   if ((*reply)->value("ok", false) != true) return error_from_reply(**reply);

@@ -130,7 +130,6 @@ Status JobManager::write_snapshot() {
 }
 
 void JobManager::book(const JobRecord& r, int sign) {
-  ++jobs_version_;
   // A nested job's CPUs and memory are its parent's: it books against the
   // parent, and counts only as a job for its user.
   CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
@@ -662,12 +661,22 @@ void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node
   j.memory->observe(f, d_.now_ns());
 }
 
-std::vector<uint64_t> JobManager::tick(bool check_every_owner) {
+std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
   std::vector<uint64_t> pruned;
+  // Owners with a pidfd are read from /proc only by the sweep: at most
+  // `sweep_budget` of them per tick, going round from where the last tick
+  // stopped, so a tick costs the same at 10 jobs and at 10,000.
+  std::set<uint64_t> swept;
+  for (auto it = jobs_.upper_bound(sweep_cursor_); swept.size() < std::min(sweep_budget, jobs_.size());) {
+    if (it == jobs_.end()) it = jobs_.begin();
+    swept.insert(it->first);
+    sweep_cursor_ = it->first;
+    ++it;
+  }
   // The node's figures once per tick, only when some job is watched.
   std::optional<std::optional<MemoryFigures>> node;
   for (auto& [id, j] : jobs_) {
-    if ((check_every_owner || !watched_.count(id)) && !d_.is_alive(j.record.owner)) {
+    if ((!watched_.count(id) || swept.count(id)) && !d_.is_alive(j.record.owner)) {
       pruned.push_back(id);
     } else {
       follow_phase(j);
@@ -703,6 +712,12 @@ void JobManager::set_owner_watched(uint64_t job, bool watched) {
   } else {
     watched_.erase(job);
   }
+}
+
+std::optional<ProcessId> JobManager::owner_of(uint64_t job) const {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second.record.owner;
 }
 
 std::vector<std::pair<uint64_t, ProcessId>> JobManager::owners() const {

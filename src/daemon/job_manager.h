@@ -13,8 +13,8 @@
 
 #include <sys/types.h>
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -129,11 +129,11 @@ class JobManager {
 
   // Follows phase pages and rewrites CPU weights of jobs whose phase
   // changed, samples memory pressure of watched jobs, and drops the jobs of
-  // owners that are provably gone: of every job if `check_every_owner`,
-  // else only of jobs whose owner nobody watches (set_owner_watched), so
-  // that a tick reads no /proc file for owners the event loop holds a pidfd
-  // of. Saves the registry once if it pruned. Returns the ids it pruned.
-  std::vector<uint64_t> tick(bool check_every_owner = true);
+  // owners that are provably gone: every job whose owner nobody watches
+  // (set_owner_watched), and `sweep_budget` of the others, in turn (a
+  // safety net behind their pidfds). Records the removals once. Returns the
+  // ids it pruned.
+  std::vector<uint64_t> tick(size_t sweep_budget = SIZE_MAX);
   // Prunes `jobs`, whose owner has provably exited (the pidfd the event
   // loop held on it became readable); one registry write for all of them.
   // Returns the pruned ids (those still known).
@@ -157,8 +157,7 @@ class JobManager {
   const std::string& cgroup_version() const { return cgroup_version_; }
   // Owner of each job, for the daemon's pidfd watches.
   std::vector<std::pair<uint64_t, ProcessId>> owners() const;
-  // Changes whenever a job is granted or forgotten.
-  uint64_t jobs_version() const { return jobs_version_; }
+  std::optional<ProcessId> owner_of(uint64_t job) const;
 
  private:
   struct Live {
@@ -212,8 +211,8 @@ class JobManager {
   std::map<uint64_t, std::set<uint64_t>> children_;   // parent -> nested jobs
   std::map<uint64_t, std::set<uint64_t>> guests_;     // host -> guest jobs
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
+  uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;
-  uint64_t jobs_version_ = 0;
   bool registry_behind_ = false;  // a removal could not be written: snapshot at the next chance
   uint64_t memory_wakeups_version_ = 0;
 };

@@ -119,10 +119,11 @@ void advance(TotalCounter& c, double total) {
 }
 }  // namespace
 
-void JobMetrics::update(const std::vector<JobSample>& samples) {
+void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic<bool>* cancel) {
+  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
   std::map<std::string, const JobSample*> wanted;
   for (const auto& s : samples) wanted[s.job] = &s;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
+  for (auto it = jobs_.begin(); it != jobs_.end() && !cancelled();) {
     auto w = wanted.find(it->first);
     // A job gone, or one whose totals went backwards (a new job reusing the
     // name), loses its series; the latter gets fresh ones below.
@@ -142,6 +143,7 @@ void JobMetrics::update(const std::vector<JobSample>& samples) {
     }
   }
   for (const auto& s : samples) {
+    if (cancelled()) return;
     auto& series = jobs_[s.job];
     if (!series) {
       series = std::make_unique<JobSeries>();

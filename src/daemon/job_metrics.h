@@ -18,6 +18,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,7 +56,9 @@ class JobMetrics {
   // Brings every series to `samples`: totals become counter increments
   // (a total that went down starts a fresh series), and series of jobs not
   // in `samples` are removed.
-  void update(const std::vector<JobSample>& samples);
+  // `cancel` (may be null) is polled between jobs: a stopping daemon does
+  // not wait for a long update to finish.
+  void update(const std::vector<JobSample>& samples, const std::atomic<bool>* cancel = nullptr);
   // Daemon-wide series: requests by op (mlos_daemon_requests_total{op}),
   // connected clients (mlos_daemon_clients), and the node's cumulative
   // memory stall time from PSI (mlos_node_memory_stall_seconds_total{kind}).

@@ -141,7 +141,7 @@ def test_out_of_descriptors_the_daemon_neither_drops_live_jobs_nor_spins(tmp_pat
                 pass  # accepted and waiting for a request
         assert refused > 0, "the daemon never ran out of descriptors; the test proves nothing"
         # More connections keep arriving while it is out: the loop must not
-        # spin on the listener, and the liveness sweep (every 2.5 s here),
+        # spin on the listener, and the liveness sweep (each tick here),
         # unable to open /proc, must keep the job.
         before = cpu_seconds(d.proc.pid)
         for _ in range(40):

@@ -515,8 +515,19 @@ TEST_F(JobManagerTest, WatchedOwnersAreLeftToTheirPidfdExceptOnASweep) {
   m->set_owner_watched(1, true);
   processes_[101].alive = false;
   processes_[102].alive = false;
-  EXPECT_EQ(m->tick(false), std::vector<uint64_t>{2});  // 1 is the pidfd's to report
-  EXPECT_EQ(m->tick(true), std::vector<uint64_t>{1});   // the sweep checks everyone
+  EXPECT_EQ(m->tick(0), std::vector<uint64_t>{2});  // 1 is the pidfd's to report
+  EXPECT_EQ(m->tick(1), std::vector<uint64_t>{1});  // the sweep gets round to it
+}
+
+TEST_F(JobManagerTest, TheSweepGoesRoundAFewOwnersPerTick) {
+  auto m = make_manager();
+  for (pid_t pid : {101, 102, 103}) ASSERT_TRUE(m->request(spawn(pid, kAlice), {{"num_cpus", 1}}, {}).ok());
+  for (uint64_t job : {1, 2, 3}) m->set_owner_watched(job, true);
+  for (pid_t pid : {101, 102, 103}) processes_[pid].alive = false;
+  EXPECT_EQ(m->tick(1), std::vector<uint64_t>{1});
+  EXPECT_EQ(m->tick(1), std::vector<uint64_t>{2});
+  EXPECT_EQ(m->tick(1), std::vector<uint64_t>{3});
+  EXPECT_TRUE(m->tick(1).empty());
 }
 
 // ---- the connecting process, not its old pid ----
