@@ -16,7 +16,7 @@ case "$sanitizers" in
   thread) dir=build-tsan ;;
   *) dir=build-$(echo "$sanitizers" | tr ',' '-') ;;
 esac
-MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_pressure_trainer mlos_memory_hog" \
+MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_two_jobs_client mlos_pressure_trainer mlos_memory_hog" \
   bash scripts/build.sh -DMLOS_SANITIZE="$sanitizers" -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 # hwloc's PCI plugin leaks about 1 KB per process (see scripts/test.sh).
 export HWLOC_COMPONENTS=-pci
