@@ -4,6 +4,7 @@ shrinks its pool to one thread while a CPU-bound neighbour runs on one of
 its CPUs, and keeps both threads without one."""
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -77,14 +78,16 @@ def test_polls_within_a_window_do_not_sample_and_the_pool_never_leaves_1_to_max(
 
 
 def test_the_proc_readers_see_this_process_and_the_cpus():
+    # Burn a fixed amount of CPU time, however long a busy machine makes it
+    # take: what is checked is that both readers count it, not a speed.
     cpus = sorted(os.sched_getaffinity(0))
     busy0, own0 = read_cpu_busy_seconds(set(cpus)), read_own_cpu_seconds()
-    end = time.monotonic() + 0.3
-    while time.monotonic() < end:
-        pass
+    deadline = time.monotonic() + 60
+    while read_own_cpu_seconds() - own0 < 0.3 and time.monotonic() < deadline:
+        sum(range(10000))
     busy1, own1 = read_cpu_busy_seconds(set(cpus)), read_own_cpu_seconds()
     assert set(busy1) == set(cpus)
-    assert own1 - own0 >= 0.15
+    assert own1 - own0 >= 0.3
     assert sum(busy1.values()) - sum(busy0.values()) >= own1 - own0 - 0.05
 
 
@@ -99,6 +102,19 @@ def run_train(tmp_path, seconds):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def other_load_during(run):
+    """run()'s result and the CPUs' worth of load that was not run()'s own
+    (its children's CPU time, from rusage) on this process's CPUs meanwhile."""
+    cpus = set(os.sched_getaffinity(0))
+    t0, busy0 = time.monotonic(), sum(read_cpu_busy_seconds(cpus).values())
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = run()
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy1, t1 = sum(read_cpu_busy_seconds(cpus).values()), time.monotonic()
+    own = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
+    return result, max(0.0, busy1 - busy0 - own) / (t1 - t0)
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) != 2, reason="written for a 2-CPU machine (the CI class)")
 def test_the_pool_shrinks_next_to_a_cpu_bound_neighbour_and_not_without_one(tmp_path):
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -108,6 +124,13 @@ def test_the_pool_shrinks_next_to_a_cpu_bound_neighbour_and_not_without_one(tmp_
     finally:
         hog.kill()
         hog.wait()
-    alone = run_train(tmp_path, 1)
+    alone, other = other_load_during(lambda: run_train(tmp_path, 1))
+    # A CPU-bound neighbour takes a CPU on any machine; a busier one only
+    # takes more.
     assert beside["threads"] == 1, beside
-    assert alone["threads"] == 2, alone
+    assert alone["threads"] >= beside["threads"], alone
+    # Without the hog the pool grows back to both CPUs, when nothing else
+    # (another test, a CI neighbour) kept one taken: judged by the load this
+    # test measured itself, with the governor's own 0.4-CPU threshold.
+    if other < 0.3:
+        assert alone["threads"] == 2, (alone, other)

@@ -24,8 +24,13 @@ ALL_RESTORED = {"write_bytes": True, "seed_worker": True, "strip_optimizer": Tru
 
 
 def train(tmp_path, mode, prefix=()):
+    # The thread governor is off: these tests check how the integration
+    # sizes torch's pool from the allocation, and the governor would resize
+    # it to whatever else runs on a shared machine (its own tests are in
+    # test_thread_governor.py).
+    env = dict(clean_env(tmp_path), MLOS_ADAPT_THREADS="0")
     r = subprocess.run([*prefix, sys.executable, str(HERE / "yolo_train.py"), str(tmp_path / "out"), mode],
-                       env=clean_env(tmp_path), capture_output=True, text=True, timeout=300)
+                       env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
 
