@@ -74,11 +74,9 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   // close (idle timeout, restart). Either is found before anything is
   // written, so the caller knows the request was not sent.
   if (input_pending(fd_.get())) {
-    FrameDecoder decoder{kMaxReplyPayload};
-    auto early = read_frame(decoder);
+    auto refused = refusal();
     fd_.reset();
-    if (early && early->has_value() && (*early)->value("ok", true) == false) return error_from_reply(**early);
-    return make_error(MLOS_ERR_DAEMON_UNAVAILABLE, "mlosd at " + path_ + " closed the connection");
+    return refused ? *refused : make_error(MLOS_ERR_DAEMON_UNAVAILABLE, "mlosd at " + path_ + " closed the connection");
   }
   const uint64_t id = next_id_++;
   args["op"] = op;
@@ -89,7 +87,15 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
     fd_.reset();
     return make_sys_error(e.sys_errno, "mlosd at " + path_ + ": " + e.message, MLOS_ERR_DAEMON_UNAVAILABLE);
   };
-  if (Status s = os::send_all(fd_.get(), *bytes, pass_fd); !s) return broken(s.error());
+  if (Status s = os::send_all(fd_.get(), *bytes, pass_fd); !s) {
+    // A daemon that refused the connection closed it after its one error
+    // reply, which may still wait to be read: that reason, not EPIPE.
+    if (auto refused = refusal()) {
+      fd_.reset();
+      return *refused;
+    }
+    return broken(s.error());
+  }
   if (sent != nullptr) *sent = true;
   FrameDecoder decoder{kMaxReplyPayload};
   auto reply = read_frame(decoder);
@@ -112,6 +118,14 @@ Result<json> DaemonClient::call(const std::string& op, json args, int pass_fd, b
   }
   if ((*reply)->value("ok", false) != true) return error_from_reply(**reply);
   return std::move(**reply);
+}
+
+std::optional<Error> DaemonClient::refusal() {
+  if (!input_pending(fd_.get())) return std::nullopt;
+  FrameDecoder decoder{kMaxReplyPayload};
+  auto early = read_frame(decoder);
+  if (early && early->has_value() && (*early)->value("ok", true) == false) return error_from_reply(**early);
+  return std::nullopt;
 }
 
 Result<std::optional<json>> DaemonClient::read_frame(FrameDecoder& decoder) {

@@ -42,6 +42,9 @@ class DaemonClient {
   // The next reply frame's payload (events skipped); nullopt at end of
   // stream, TIMEOUT when the receive timeout passes first.
   Result<std::optional<nlohmann::json>> read_frame(FrameDecoder& decoder);
+  // The daemon's refusal of this connection (one error reply, id 0, sent at
+  // accept before it closes), if one is waiting to be read.
+  std::optional<Error> refusal();
   os::UniqueFd fd_;
   std::string path_;
   uint64_t next_id_ = 1;
