@@ -33,7 +33,11 @@ from test_collectives import DTYPES, ERR_INVALID_ARGUMENT, ERR_IO, ERR_PEER_LOST
 
 MAX_HOSTS = 4
 LOOP_TIMEOUT_MS = 3000  # MLOS_COLLECTIVE_TIMEOUT_MS of the failure tests
-MARGIN_MS = 2000  # how much later than the timeout a failure may be reported
+# How much later than the timeout a failure may be reported. These tests
+# tell "ends with an error" from "hangs", not how fast: the bound is wide
+# enough for a loaded machine (a rank process starting under stress-ng
+# missed 2 s), and a hang never ends.
+MARGIN_MS = 15000
 
 
 def sh(*argv, check=True, timeout=30):
