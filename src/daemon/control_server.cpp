@@ -12,11 +12,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <set>
 
 #include "daemon/daemon_client.h"
 #include "daemon/request_handler.h"
+#include "engine/job.h"
 #include "os/durable_file.h"
 #include "os/log_sink.h"
 #include "os/process_info.h"
@@ -113,12 +113,6 @@ void refuse(int fd, const Error& why) {
   if (auto bytes = encode_frame(FrameKind::kReply, error_reply(0, why))) (void)os::send_all(fd, *bytes);
 }
 
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 }  // namespace
 
 void ControlServer::shed_connection() {
@@ -185,7 +179,7 @@ void ControlServer::accept_clients() {
     c->process = std::move(*process);
     c->peer = *peer;
     c->peer.process = &c->process;
-    c->last_active_ns = monotonic_ns();
+    c->last_active_ns = Job::steady_clock_ns();
     if (!watch(epoll_.get(), fd, kClient, EPOLLIN | EPOLLRDHUP)) continue;
     ++connections_by_uid_[peer->uid];
     clients_.emplace(fd, std::move(c));
@@ -221,7 +215,7 @@ void ControlServer::on_client(int fd, uint32_t events) {
         c.out.clear();
         break;
       }
-      c.last_active_ns = monotonic_ns();
+      c.last_active_ns = Job::steady_clock_ns();
       // At most one descriptor rides with a request: extras are closed.
       while (c.fds.size() > 1) c.fds.pop_back();
       c.decoder.feed(std::string_view(buf, *n));
@@ -328,7 +322,7 @@ void ControlServer::sample(bool metrics_due) {
   jobs_.tick(kSweepPerTick);
   if (ticks_ % kResyncEveryTicks == 0) sync_owner_watches();
   sync_memory_wakeups();
-  close_idle_clients(monotonic_ns());
+  close_idle_clients(Job::steady_clock_ns());
   if (!listening_) resume_listening();
   if (!metrics_due) return;
   if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); });

@@ -140,16 +140,16 @@ void JobManager::book(const JobRecord& r, int sign) {
       if ((u.shared_load[c] += sign) <= 0) u.shared_load.erase(c);
     }
   }
+  // Returns true when `to` has no dependents left.
   auto link = [&](std::map<uint64_t, std::set<uint64_t>>& index, uint64_t to) {
-    if (to == 0) return;
-    if (sign > 0) {
-      index[to].insert(r.id);
-    } else if (auto it = index.find(to); it != index.end() && it->second.erase(r.id) && it->second.empty()) {
-      index.erase(it);
-      if (&index == &children_) nested_usage_.erase(to);
-    }
+    if (to == 0) return false;
+    if (sign > 0) return index[to].insert(r.id), false;
+    auto it = index.find(to);
+    if (it == index.end() || !it->second.erase(r.id) || !it->second.empty()) return false;
+    index.erase(it);
+    return true;
   };
-  link(children_, r.parent);
+  if (link(children_, r.parent)) nested_usage_.erase(r.parent);
   link(guests_, r.host);
   UserHoldings& h = holdings_[r.uid];
   h.jobs += sign;
@@ -355,17 +355,10 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   // Where the process already is: inside a job's cgroup put there by
   // another process (nested: carved from that job, never refused for
   // CPUs the node lacks), or inside its own first job's (a guest of it).
+  // Only a process in a job cgroup has either, so nothing else is searched.
   Live* envelope = nullptr;
   if (d_.job_of_process) {
     if (auto in = d_.job_of_process(owner->pid); in && jobs_.count(*in)) envelope = &jobs_.at(*in);
-  }
-  if (envelope == nullptr) {
-    for (auto& [id, other] : jobs_) {
-      if (other.record.owner == *owner && other.record.parent == 0 && other.record.host == 0 && other.weight != 0) {
-        envelope = &other;
-        break;
-      }
-    }
   }
   const bool nested = envelope != nullptr && envelope->record.owner != *owner;
   Live* host = envelope != nullptr && !nested ? envelope : nullptr;

@@ -67,6 +67,15 @@ def started(thing):
     return thing
 
 
+@pytest.fixture
+def v1_daemon(tmp_path, shared_dir):
+    """A root-run mlosd on the real v1 hierarchy, reachable by nobody."""
+    needs_root()
+    if v1_cgroups_usable():
+        pytest.skip(v1_cgroups_usable())
+    return start_daemon(tmp_path, shared_dir, cgroups="v1")
+
+
 def start_daemon(tmp_path, shared_dir, cgroups="none", config=None, extra=()):
     args = list(extra)
     if config is not None:
@@ -190,11 +199,8 @@ def test_mlosd_raises_its_soft_descriptor_limit_to_the_hard_one(tmp_path, shared
 
 # ---- who the peer is ----
 
-def test_a_connection_outliving_its_process_cannot_move_the_root_process_that_got_its_pid(tmp_path, shared_dir):
-    needs_root()
-    if v1_cgroups_usable():
-        pytest.skip(v1_cgroups_usable())
-    d = start_daemon(tmp_path, shared_dir, cgroups="v1")
+def test_a_connection_outliving_its_process_cannot_move_the_root_process_that_got_its_pid(v1_daemon):
+    d = v1_daemon
     # User nobody connects, hands the connection to a child and exits; the
     # child asks for a job (2 MiB memory limit) once root holds the pid.
     body = f"""
@@ -264,11 +270,8 @@ os.execv({str(setuid_python)!r}, [{str(setuid_python)!r}, "-c", {inner!r}, str(s
 
 # ---- several jobs around one process ----
 
-def test_a_second_job_of_a_process_and_a_job_nested_in_anothers_can_be_bound_to(tmp_path, shared_dir):
-    needs_root()
-    if v1_cgroups_usable():
-        pytest.skip(v1_cgroups_usable())
-    d = start_daemon(tmp_path, shared_dir, cgroups="v1")
+def test_a_second_job_of_a_process_and_a_job_nested_in_anothers_can_be_bound_to(v1_daemon):
+    d = v1_daemon
     binary = str(Path(d.binary).parent / "mlos_two_jobs_client")
     for mode in ("same", "nested"):
         p = started(subprocess.Popen([binary, mode], env=d.client_env(), stdin=subprocess.PIPE,

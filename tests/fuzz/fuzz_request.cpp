@@ -111,6 +111,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (requester != 0 && uid_of(target.pid) != requester) return mlos::make_error(MLOS_ERR_PERMISSION, "not yours");
     return cgroups->attach(cgroup, target.pid);
   };
+  // The job cgroup a process sits in, so that second and nested jobs are
+  // fuzzed too.
+  deps.job_of_process = [fs](pid_t pid) -> std::optional<uint64_t> {
+    auto at = fs->pid_location(pid);
+    if (!at || at->rfind("mlos/job-", 0) != 0) return std::nullopt;
+    return std::stoull(at->substr(9));
+  };
   deps.now_ns = [] { return uint64_t{1000}; };
   deps.now_unix = [] { return int64_t{1}; };
   d::JobManager jobs(std::move(deps));
