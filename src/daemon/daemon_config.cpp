@@ -42,6 +42,11 @@ Status DaemonConfig::merge(const json& c) {
         if (!std::set<std::string>{"auto", "v1", "v2", "none"}.count(next.cgroups)) {
           throw std::invalid_argument("cgroups must be auto, v1, v2 or none");
         }
+      } else if (key == "ledger_dir") {
+        next.ledger_dir = str(v, "ledger_dir");
+        if (!next.ledger_dir.empty() && next.ledger_dir[0] != '/') {
+          throw std::invalid_argument("ledger_dir must be absolute or \"\"");
+        }
       } else if (key == "cgroup_base") {
         next.cgroup_base = str(v, "cgroup_base");
         if (next.cgroup_base.empty() || next.cgroup_base.find("..") != std::string::npos ||
@@ -102,6 +107,7 @@ json DaemonConfig::to_json() const {
               {"state_dir", state_dir},
               {"cgroups", cgroups},
               {"cgroup_base", cgroup_base},
+              {"ledger_dir", ledger_dir},
               {"metrics_listen", metrics_listen},
               {"metrics_textfile", metrics_textfile},
               {"sample_interval_ms", sample_interval_ms},

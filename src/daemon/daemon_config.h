@@ -24,6 +24,10 @@ struct DaemonConfig {
   std::string state_dir = "/var/lib/mlos";
   std::string cgroups = "auto";      // auto | v1 | v2 | none
   std::string cgroup_base = "mlos";
+  // The embedded engine's runtime directory whose claims.json mlosd adopts
+  // (root's default, where `mlos run` and the library write when mlosd is
+  // down); "" follows none.
+  std::string ledger_dir = "/run/mlos";
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
   std::string metrics_textfile;      // node_exporter textfile path, "" for none
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights

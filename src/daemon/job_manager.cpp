@@ -19,7 +19,7 @@ using nlohmann::json;
 const std::set<std::string>& request_keys() {
   static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
                                           "numa_preference", "exclusive", "priority", "label",
-                                          "single_node", "strict_membind", "page_fd", "envelope"};
+                                          "single_node", "strict_membind", "page_fd", "envelope", "dry_run"};
   return keys;
 }
 
@@ -44,7 +44,16 @@ bool bool_field(const json& a, const char* key) {
 
 // Reads the request's fields strictly: a wrong type or an unknown key is
 // INVALID_ARGUMENT naming it (a client bug must not be half-understood).
-Result<PlacementRequest> parse_placement(const json& a, int* priority, std::string* label, int* page_fd) {
+// The request's fields that are not placement.
+struct RequestExtras {
+  int priority = 0;
+  std::string label;
+  int page_fd = -1;
+  bool envelope = false;  // `mlos run`'s claim for a command (JobRecord::envelope)
+  bool dry_run = false;   // plan only: nothing is granted or booked
+};
+
+Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
   try {
     if (!a.is_object()) throw std::invalid_argument("arguments must be a JSON object");
     for (const auto& [key, value] : a.items()) {
@@ -57,16 +66,18 @@ Result<PlacementRequest> parse_placement(const json& a, int* priority, std::stri
     r.exclusive = bool_field(a, "exclusive");
     r.single_node = bool_field(a, "single_node");
     r.strict_membind = bool_field(a, "strict_membind");
-    *priority = int_field(a, "priority", 0);
+    x->priority = int_field(a, "priority", 0);
     if (a.contains("label") && !a["label"].is_string()) throw std::invalid_argument("label must be a string");
-    *label = a.value("label", std::string());
-    *page_fd = int_field(a, "page_fd", -1);
-    if (*priority < MLOS_PRIORITY_MIN || *priority > MLOS_PRIORITY_MAX) {
-      throw std::invalid_argument("priority " + std::to_string(*priority) + " outside [" +
+    x->label = a.value("label", std::string());
+    x->page_fd = int_field(a, "page_fd", -1);
+    x->envelope = bool_field(a, "envelope");
+    x->dry_run = bool_field(a, "dry_run");
+    if (x->priority < MLOS_PRIORITY_MIN || x->priority > MLOS_PRIORITY_MAX) {
+      throw std::invalid_argument("priority " + std::to_string(x->priority) + " outside [" +
                                   std::to_string(MLOS_PRIORITY_MIN) + ", " + std::to_string(MLOS_PRIORITY_MAX) + "]");
     }
-    if (label->size() > 128) throw std::invalid_argument("label longer than 128 bytes");
-    if (*page_fd < -1) throw std::invalid_argument("page_fd < -1");
+    if (x->label.size() > 128) throw std::invalid_argument("label longer than 128 bytes");
+    if (x->page_fd < -1) throw std::invalid_argument("page_fd < -1");
     return r;
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("request: ") + e.what());
@@ -151,6 +162,20 @@ void JobManager::book(const JobRecord& r, int sign) {
   };
   if (link(children_, r.parent)) nested_usage_.erase(r.parent);
   link(guests_, r.host);
+  if (r.ledger_claim != 0) {
+    if (sign > 0) {
+      adopted_[r.ledger_claim] = r.id;
+    } else {
+      adopted_.erase(r.ledger_claim);
+    }
+  }
+  if (r.envelope) {
+    if (sign > 0) {
+      envelopes_.insert({r.owner.pid, r.id});
+    } else {
+      envelopes_.erase({r.owner.pid, r.id});
+    }
+  }
   UserHoldings& h = holdings_[r.uid];
   h.jobs += sign;
   if (r.parent == 0) {
@@ -250,6 +275,9 @@ Result<std::vector<std::string>> JobManager::recover() {
       report.push_back("left stray cgroup " + name + ": it still has processes or cannot be read");
     }
   }
+  // Claims made in the embedded ledger while mlosd was down.
+  const std::vector<std::string> from_ledger = follow_ledger();
+  report.insert(report.end(), from_ledger.begin(), from_ledger.end());
   // A fresh snapshot of what was adopted; the journal starts empty.
   if (!plan.prune.empty() || loaded->has_value()) {
     if (Status s = write_snapshot(); !s) return s.error();
@@ -261,7 +289,8 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
   os::CgroupLimits l;
   l.cpus = j.record.cpus;
   l.mems = j.record.mems;
-  l.cpu_weight = d_.policy.weight(j.marked ? j.phase : MLOS_TRAINING_PHASE_FORWARD, j.record.priority);
+  const Steering steer = steering(j);
+  l.cpu_weight = steer.weight;
   // A host's cgroup holds its process for its guests too: their CPUs and
   // nodes, and their memory (no limit if any of them has none).
   uint64_t memory = j.record.memory_bytes;
@@ -278,7 +307,7 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
     // so a job feels throttling before the OOM killer.
     l.memory_max = memory;
     l.memory_high = memory / 10 * 9;
-    if (j.marked && j.phase == MLOS_TRAINING_PHASE_CHECKPOINT) l.memory_low = memory;
+    if (steer.checkpoint) l.memory_low = memory;
   }
   return l;
 }
@@ -327,6 +356,42 @@ void JobManager::follow_phase(Live& j) {
     j.marked = true;
     j.phase = snap->phase;
   }
+  // A nested job has no cgroup of its own: its phase steers the cgroup of
+  // the job it runs in (under `mlos run`, the command's job steers the
+  // envelope's cgroup, which holds every thread of the command).
+  Live* top = &j;
+  for (int depth = 0; top->record.parent != 0 && depth < 64; ++depth) {
+    auto it = jobs_.find(top->record.parent);
+    if (it == jobs_.end()) return;
+    top = &it->second;
+  }
+  refresh_cgroup(*top);
+}
+
+JobManager::Steering JobManager::steering(const Live& j) const {
+  // Its own phase, if it marked one, and its nested jobs' (recursively):
+  // the cgroup gets the largest weight any of them asks for, and memory
+  // protection while any of them checkpoints. FORWARD (normal) if none is
+  // marked, so an unmarked job is never penalised.
+  Steering st;
+  bool any = false;
+  std::vector<const Live*> todo{&j};
+  for (size_t i = 0; i < todo.size() && i < 4096; ++i) {
+    const Live& x = *todo[i];
+    if (x.marked) {
+      st.weight = std::max(st.weight, d_.policy.weight(x.phase, x.record.priority));
+      st.checkpoint = st.checkpoint || x.phase == MLOS_TRAINING_PHASE_CHECKPOINT;
+      any = true;
+    }
+    if (auto c = children_.find(x.record.id); c != children_.end()) {
+      for (uint64_t id : c->second) todo.push_back(&jobs_.at(id));
+    }
+  }
+  if (!any) st.weight = d_.policy.weight(MLOS_TRAINING_PHASE_FORWARD, j.record.priority);
+  return st;
+}
+
+void JobManager::refresh_cgroup(Live& j) {
   if (!d_.cgroups || j.weight == 0) return;
   const os::CgroupLimits want = limits_for(j);
   if (want.memory_low.has_value() != j.protected_memory) {
@@ -341,9 +406,8 @@ void JobManager::follow_phase(Live& j) {
 }
 
 Result<json> JobManager::request(const os::PeerCredentials& peer, const json& args, os::UniqueFd page) {
-  int priority = 0, page_fd = -1;
-  std::string label;
-  auto req = parse_placement(args, &priority, &label, &page_fd);
+  RequestExtras x;
+  auto req = parse_placement(args, &x);
   if (!req) return req.error();
   // The job belongs to the process that connected, and only while it is
   // still that process running as that user (see JobManagerDeps).
@@ -353,14 +417,13 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     return make_error(MLOS_ERR_STATE_CORRUPT, "job ids are exhausted (next_id " + std::to_string(next_id_) + ")");
   }
   // Where the process already is: inside a job's cgroup put there by
-  // another process (nested: carved from that job, never refused for
-  // CPUs the node lacks), or inside its own first job's (a guest of it).
-  // Only a process in a job cgroup has either, so nothing else is searched.
-  Live* envelope = nullptr;
-  if (d_.job_of_process) {
-    if (auto in = d_.job_of_process(owner->pid); in && jobs_.count(*in)) envelope = &jobs_.at(*in);
-  }
-  const bool nested = envelope != nullptr && envelope->record.owner != *owner;
+  // another process or by `mlos run` (nested: carved from that job, never
+  // refused for CPUs the node lacks), or inside its own first job's (a
+  // guest of it). Only a process in a job cgroup, or below an envelope's
+  // owner, has either, so nothing else is searched.
+  Live* envelope = enclosing_job(*owner);
+  const bool nested =
+      envelope != nullptr && (envelope->record.owner != *owner || envelope->record.envelope);
   Live* host = envelope != nullptr && !nested ? envelope : nullptr;
   const auto held = holdings_.find(peer.uid);
   if (Status s = check_job_quota(d_.quotas, peer.uid, held == holdings_.end() ? UserHoldings{} : held->second,
@@ -378,6 +441,17 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                                                   envelope->record.cpus.to_list() +
                                                   ", the process's envelope): " + placement.error().message);
   }
+  if (x.dry_run) {
+    return json{{"dry_run", true},
+                {"cpus", placement->cpu_set.to_list()},
+                {"cpu_order", placement->cpus},
+                {"mems", node_set(placement->nodes).to_list()},
+                {"nodes", placement->nodes},
+                {"primary_node", placement->primary_node},
+                {"memory_policy", static_cast<int>(placement->memory_policy)},
+                {"physical_cores", placement->physical_cores},
+                {"nested_in", nested ? json(envelope->record.id) : json(nullptr)}};
+  }
 
   Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
   JobRecord& r = j.record;
@@ -388,14 +462,15 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.mems = node_set(placement->nodes);
   r.exclusive = req->exclusive;
   r.memory_bytes = req->memory_bytes;
-  r.priority = priority;
-  r.label = label.empty() ? "pid-" + std::to_string(owner->pid) : label;
+  r.priority = x.priority;
+  r.envelope = x.envelope;
+  r.label = x.label.empty() ? "pid-" + std::to_string(owner->pid) : x.label;
   r.created_unix = d_.now_unix();
   if (page.valid()) {
     auto mapped = os::SharedPage::map_readonly(page.get());
-    if (mapped && page_fd >= 0) {
+    if (mapped && x.page_fd >= 0) {
       j.page.emplace(std::move(*mapped));
-      r.page_fd = page_fd;
+      r.page_fd = x.page_fd;
     } else {
       j.notes.push_back(std::string("phase page: not used (") +
                         (mapped ? "no page_fd number given" : mapped.error().describe()) +
@@ -496,7 +571,9 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
   book(gone, -1);
   watched_.erase(id);
   jobs_.erase(it);
-  if (gone.host != 0) {
+  if (gone.parent != 0) {
+    if (auto p = jobs_.find(gone.parent); p != jobs_.end()) follow_phase(p->second);  // steered by one job less
+  } else if (gone.host != 0) {
     if (auto h = jobs_.find(gone.host); h != jobs_.end()) apply_cgroup(h->second, false);  // narrowed again
   } else if (d_.cgroups && gone.parent == 0) {
     // Processes left behind (the released owner, orphaned workers) go back
@@ -552,10 +629,33 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
 std::string JobManager::cgroup_of(const Live& j) const {
   if (!d_.cgroups) return "";
   if (j.record.parent != 0 || j.record.host != 0) {
+    // Nested in a nested job (`mlos run` inside `mlos run`): the outermost's.
     auto it = jobs_.find(j.record.parent != 0 ? j.record.parent : j.record.host);
-    return it != jobs_.end() && it->second.weight != 0 ? it->second.record.cgroup() : "";
+    return it != jobs_.end() ? cgroup_of(it->second) : "";
   }
   return j.weight != 0 ? j.record.cgroup() : "";
+}
+
+JobManager::Live* JobManager::enclosing_job(const ProcessId& who) {
+  if (d_.job_of_process) {
+    if (auto in = d_.job_of_process(who.pid); in) {
+      if (auto it = jobs_.find(*in); it != jobs_.end()) return &it->second;
+    }
+  }
+  // No job cgroup holds it (mlosd --cgroups none, or a move that failed):
+  // an envelope of its own or of an ancestor still bounds it, the newest
+  // (innermost) first.
+  if (envelopes_.empty() || !d_.lineage) return nullptr;
+  for (const ProcessId& p : d_.lineage(who.pid)) {
+    auto it = envelopes_.lower_bound({p.pid + 1, 0});
+    while (it != envelopes_.begin()) {
+      --it;
+      if (it->first != p.pid) break;
+      Live& j = jobs_.at(it->second);
+      if (j.record.owner == p) return &j;
+    }
+  }
+  return nullptr;
 }
 
 Status JobManager::start_memory_watch(Live& j, os::UniqueFd doorbell, int owner_fd, const json& thresholds) {
@@ -655,6 +755,7 @@ void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node
 }
 
 std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
+  (void)follow_ledger();  // one stat(2) unless the ledger changed
   std::vector<uint64_t> pruned;
   // Owners with a pidfd are read from /proc only by the sweep: at most
   // `sweep_budget` of them per tick, going round from where the last tick
@@ -788,6 +889,8 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"cgroup", cgroup_of(j)},
              {"nested_in", j.record.parent == 0 ? json(nullptr) : json(j.record.parent)},
              {"host", j.record.host == 0 ? json(nullptr) : json(j.record.host)},
+             {"envelope", j.record.envelope},
+             {"source", j.record.ledger_claim != 0 ? "ledger" : "daemon"},
              {"cpu_weight", j.weight},
              {"notes", j.notes}};
     if (j.memory) job["memory_pressure"] = report_to_json(j.memory->report());

@@ -69,6 +69,13 @@ struct JobManagerDeps {
   // The job whose cgroup process `pid` sits in, if any (its envelope); null
   // or nullopt: none known, every job is placed from the node's pool.
   std::function<std::optional<uint64_t>(pid_t)> job_of_process;
+  // The process and its ancestors, innermost first (os::lineage): where
+  // there is no job cgroup to look in, an envelope is found by its owner.
+  std::function<std::vector<ProcessId>(pid_t)> lineage;
+  // The embedded ledger's live claims when it changed since the last call
+  // (LedgerFollower), nullopt when it did not; null: mlosd follows no
+  // ledger. See follow_ledger().
+  std::function<std::optional<Result<ClaimLedger>>()> ledger_changes;
   // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
   std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
   std::function<uint64_t()> now_ns;                 // monotonic
@@ -141,6 +148,14 @@ class JobManager {
   // The event loop holds a pidfd on the job's owner (or no longer does).
   void set_owner_watched(uint64_t job, bool watched);
 
+  // Makes the embedded ledger's claims part of this book: each live claim
+  // not yet known becomes a job (nested in the envelope it runs in, shared
+  // instead of exclusive if its CPUs were already granted exclusively), and
+  // adopted jobs whose claim left the ledger are forgotten. Adopted jobs
+  // get no cgroup: their processes placed themselves. Called by recover()
+  // and tick(); returns what it did, one line each.
+  std::vector<std::string> follow_ledger();
+
   // Rewrites the registry's snapshot and empties its journal (a clean
   // stop does this, so the next start reads one file).
   Status write_snapshot();
@@ -187,6 +202,16 @@ class JobManager {
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);
   void follow_phase(Live& job);
+  // What a job's cgroup follows: the phases of the job and of the jobs
+  // nested in it.
+  struct Steering {
+    uint32_t weight = 0;
+    bool checkpoint = false;
+  };
+  Steering steering(const Live& job) const;
+  // Rewrites the job's cgroup weight (and memory protection) if its
+  // steering changed.
+  void refresh_cgroup(Live& job);
   // `node`: the node's figures (MemAvailable, PSI), nullopt if unknown.
   void follow_memory(Live& job, const std::optional<MemoryFigures>& node);
   std::optional<MemoryFigures> node_figures() const;
@@ -197,6 +222,9 @@ class JobManager {
   // the node (and get cgroups of their own), its guests a new host.
   void rehome_dependents(const JobRecord& gone);
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
+  // The job `who` runs inside, if any: the job whose cgroup holds it, else
+  // the innermost envelope owned by it or an ancestor.
+  Live* enclosing_job(const ProcessId& who);
   JobSample sample(const Live& job) const;
   // The cgroup the job's process is in: its own, or its parent's or host's.
   std::string cgroup_of(const Live& job) const;
@@ -210,6 +238,8 @@ class JobManager {
   std::map<uint64_t, CpuUsage> nested_usage_;         // parent -> its nested jobs' usage
   std::map<uint64_t, std::set<uint64_t>> children_;   // parent -> nested jobs
   std::map<uint64_t, std::set<uint64_t>> guests_;     // host -> guest jobs
+  std::set<std::pair<int, uint64_t>> envelopes_;      // (owner pid, job) of envelope jobs
+  std::map<uint64_t, uint64_t> adopted_;              // ledger claim id -> job
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;

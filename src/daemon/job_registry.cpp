@@ -37,7 +37,9 @@ json JobRecord::to_json() const {
               {"memory_event_fd", memory_event_fd},
               {"memory_thresholds", memory_thresholds},
               {"parent", parent},
-              {"host", host}};
+              {"host", host},
+              {"envelope", envelope},
+              {"ledger_claim", ledger_claim}};
 }
 
 namespace {
@@ -78,6 +80,9 @@ JobRecord record_from(const json& j) {
   // Added with nested and hosted jobs: optional.
   rec.parent = j.contains("parent") ? non_negative_field(j, "parent") : 0;
   rec.host = j.contains("host") ? non_negative_field(j, "host") : 0;
+  // Added with one book (mlos run through mlosd): optional.
+  rec.envelope = j.contains("envelope") ? j.at("envelope").get<bool>() : false;
+  rec.ledger_claim = j.contains("ledger_claim") ? non_negative_field(j, "ledger_claim") : 0;
   if (rec.parent == rec.id || rec.host == rec.id || (rec.parent != 0 && rec.host != 0)) {
     throw std::invalid_argument("job " + std::to_string(rec.id) + " has an impossible parent/host");
   }

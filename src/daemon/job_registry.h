@@ -44,6 +44,16 @@ struct JobRecord {
   // cgroup per process) is that job's guest: its CPUs are added to the
   // host's cpuset, so the process can run on both.
   uint64_t host = 0;
+  // Made by `mlos run` for a command and everything it starts: every later
+  // request from a process inside it (its cgroup, or the owner's lineage
+  // when there is no cgroup) nests in it, the owner's own included (the
+  // owner exec'd the command, so the command is the owner).
+  bool envelope = false;
+  // Not 0: the job is a claim of the embedded ledger (made while mlosd was
+  // down, or by a process told MLOS_MODE=embedded) that mlosd adopted so
+  // that it books its CPUs; it ends when the claim leaves the ledger or its
+  // owner exits. The claim's id in the ledger.
+  uint64_t ledger_claim = 0;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

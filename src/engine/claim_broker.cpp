@@ -10,4 +10,8 @@ Result<std::unique_ptr<PressureFeed>> ClaimBroker::pressure_feed(const Grant& /*
   return std::unique_ptr<PressureFeed>(std::make_unique<LocalPressureFeed>(os::self_pid(), memory_bytes, thresholds));
 }
 
+Result<Placement> ClaimBroker::plan(const ClaimRequest& /*request*/) {
+  return make_error(MLOS_ERR_UNSUPPORTED, std::string("the ") + engine() + " engine cannot plan without claiming");
+}
+
 }  // namespace mlos

@@ -50,6 +50,11 @@ class ClaimBroker {
   // claims are left alone and are not an error (the claim may have been
   // reclaimed already).
   virtual Status release(uint64_t claim_id) = 0;
+  // Where acquire(request) would place the claim now, recording nothing
+  // (`mlos run --dry-run`). UNSUPPORTED for a broker that cannot say.
+  virtual Result<Placement> plan(const ClaimRequest& request);
+  // "embedded" or "daemon": which book the claims go into.
+  virtual const char* engine() const = 0;
   virtual const Topology& topology() const = 0;
   // CPUs the process may use (outer bound of every placement).
   virtual CpuSet allowed_cpus() const = 0;

@@ -86,21 +86,41 @@ Result<json> DaemonClaimBroker::call(const std::string& op, const json& args, in
   }
 }
 
-Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
-  auto page = os::SharedPage::create("mlos-phase");
-  if (!page) return page.error();
-  auto sink = std::make_shared<PagePhaseSink>(std::move(*page), Job::steady_clock_ns());
+namespace {
+
+json request_args(const ClaimRequest& request) {
   const PlacementRequest& p = request.placement;
-  json args{{"num_cpus", p.num_cpus},
-            {"memory_bytes", p.memory_bytes},
-            {"numa_preference", p.numa_preference},
-            {"exclusive", p.exclusive},
-            {"single_node", p.single_node},
-            {"strict_membind", p.strict_membind},
-            {"priority", request.priority},
-            {"label", request.label},
-            {"page_fd", sink->fd()}};
-  auto reply = call("request", args, sink->fd());
+  return json{{"num_cpus", p.num_cpus},
+              {"memory_bytes", p.memory_bytes},
+              {"numa_preference", p.numa_preference},
+              {"exclusive", p.exclusive},
+              {"single_node", p.single_node},
+              {"strict_membind", p.strict_membind},
+              {"priority", request.priority},
+              {"label", request.label},
+              {"envelope", request.envelope}};
+}
+
+}  // namespace
+
+Result<Placement> DaemonClaimBroker::plan(const ClaimRequest& request) {
+  json args = request_args(request);
+  args["dry_run"] = true;
+  auto reply = call("request", args, -1);
+  if (!reply) return reply.error();
+  return placement_from(*reply);
+}
+
+Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
+  std::shared_ptr<PagePhaseSink> sink;
+  json args = request_args(request);
+  if (!request.envelope) {
+    auto page = os::SharedPage::create("mlos-phase");
+    if (!page) return page.error();
+    sink = std::make_shared<PagePhaseSink>(std::move(*page), Job::steady_clock_ns());
+    args["page_fd"] = sink->fd();
+  }
+  auto reply = call("request", args, sink ? sink->fd() : -1);
   if (!reply) {
     if (reply.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) {
       return make_sys_error(reply.error().sys_errno,

@@ -31,7 +31,13 @@ class DaemonClaimBroker final : public ClaimBroker, public std::enable_shared_fr
   // A reply lost after the request was sent is DAEMON_UNAVAILABLE and says
   // that mlosd may have granted it (such a job is pruned when this process
   // exits); it is never retried, so nothing is granted twice.
+  // An envelope (`mlos run`, which execs its command next) gets no phase
+  // page: the command reports phases through the jobs it requests, which
+  // nest in the envelope and steer its cgroup.
   Result<Grant> acquire(const ClaimRequest& request) override;
+  // mlosd plans the request without granting it ("dry_run").
+  Result<Placement> plan(const ClaimRequest& request) override;
+  const char* engine() const override { return "daemon"; }
   // Retried once on a fresh connection (release is idempotent on the
   // daemon's side: an unknown job is reported, not acted on).
   Status release(uint64_t claim_id) override;

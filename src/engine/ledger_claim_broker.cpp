@@ -99,7 +99,7 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
                              : "; existing claims could not be read either: " + readable.error().describe())};
 }
 
-Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) const {
+Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) {
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
   return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),

@@ -27,7 +27,8 @@ class LedgerClaimBroker final : public ClaimBroker {
 
   Result<Grant> acquire(const ClaimRequest& request) override;
   // Plans against the current ledger without recording anything (dry run).
-  Result<Placement> plan(const ClaimRequest& request) const;
+  Result<Placement> plan(const ClaimRequest& request) override;
+  const char* engine() const override { return "embedded"; }
   Status release(uint64_t claim_id) override;
   const Topology& topology() const override { return topology_; }
   CpuSet allowed_cpus() const override { return allowed_; }

@@ -77,7 +77,10 @@ class Daemon:
 
     def argv(self):
         a = [self.binary, "--socket", str(self.socket), "--state-dir", str(self.state_dir),
-             "--cgroups", self.cgroups, "--metrics-listen", "127.0.0.1:0", "--sample-interval-ms", "50"]
+             "--cgroups", self.cgroups, "--metrics-listen", "127.0.0.1:0", "--sample-interval-ms", "50",
+             # The embedded ledger of this test's clients (client_env's
+             # MLOS_RUNTIME_DIR), never the node's /run/mlos.
+             "--ledger-dir", str(self.dir)]
         if self.base:
             a += ["--cgroup-base", self.base]
         return a + self.extra_args

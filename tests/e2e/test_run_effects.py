@@ -79,7 +79,7 @@ def test_run_verbose(mlos):
     r = mlos.run("run", "-v", "--cpus", "1", "--", "sh", "-c", 'echo "$MLOS_CPUS $MLOS_CLAIM_ID"')
     assert r.returncode == 0, mlos.describe(r)
     cpus, claim = r.stdout.split()
-    assert r.stderr == f"mlos run: CPUs {cpus}, claim {claim}, 1 thread(s)\n"
+    assert r.stderr == f"mlos run: CPUs {cpus}, claim {claim} (embedded), 1 thread(s)\n"
 
 
 def test_run_keeps_pid(mlos):

@@ -22,6 +22,7 @@ class FakeBroker final : public mlos::ClaimBroker {
   }
   const mlos::Topology& topology() const override { return topology_; }
   mlos::CpuSet allowed_cpus() const override { return topology_.all_cpus(); }
+  const char* engine() const override { return "fake"; }
 
   std::vector<uint64_t> released;
 

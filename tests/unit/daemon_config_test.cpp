@@ -24,6 +24,7 @@ json full_config() {
               {"state_dir", "/tmp/mlos-test/state"},
               {"cgroups", "v2"},
               {"cgroup_base", "system.slice/mlos"},
+              {"ledger_dir", "/tmp/mlos-test/run"},
               {"metrics_listen", ""},
               {"metrics_textfile", "/var/lib/node_exporter/mlos.prom"},
               {"sample_interval_ms", 50},
@@ -75,6 +76,7 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_EQ(c.state_dir, "/tmp/mlos-test/state");
   EXPECT_EQ(c.cgroups, "v2");
   EXPECT_EQ(c.cgroup_base, "system.slice/mlos");
+  EXPECT_EQ(c.ledger_dir, "/tmp/mlos-test/run");
   EXPECT_EQ(c.metrics_listen, "");
   EXPECT_EQ(c.metrics_textfile, "/var/lib/node_exporter/mlos.prom");
   EXPECT_EQ(c.sample_interval_ms, 50);
@@ -152,6 +154,7 @@ TEST_F(DaemonConfigRejectTest, CgroupBaseEscapingUpwards) {
   expect_rejected({{"cgroup_base", "mlos/../../etc"}}, "cgroup_base");
 }
 
+TEST_F(DaemonConfigRejectTest, RelativeLedgerDir) { expect_rejected({{"ledger_dir", "run/mlos"}}, "ledger_dir"); }
 TEST_F(DaemonConfigRejectTest, AbsoluteCgroupBase) { expect_rejected({{"cgroup_base", "/mlos"}}, "cgroup_base"); }
 
 TEST_F(DaemonConfigRejectTest, ZeroSampleInterval) {

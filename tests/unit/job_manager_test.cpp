@@ -615,6 +615,185 @@ TEST_F(JobManagerTest, AJobRequestedFromInsideAnothersCgroupIsCarvedFromIt) {
   ASSERT_FALSE(more.ok()) << "job 2's CPUs are now booked against the node";
 }
 
+// ---- one book: envelopes, dry runs, the embedded ledger ----
+
+TEST_F(JobManagerTest, AnEnvelopeOwnersOwnRequestNestsAndSteersTheEnvelopesCgroup) {
+  auto m = make_manager();
+  const auto run = spawn(101, kAlice);  // `mlos run`, which then execs the command (same process)
+  auto outer = m->request(run, {{"num_cpus", 4}, {"envelope", true}, {"label", "train"}}, {});
+  ASSERT_TRUE(outer.ok()) << outer.error().describe();
+  EXPECT_EQ(cgroupfs_->pid_location(101), "mlos/job-1");
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100") << "an unmarked envelope runs at normal weight";
+  auto page = make_page();
+  auto inner = request_with_page(*m, run, {{"num_cpus", 2}}, *page);
+  ASSERT_TRUE(inner.ok()) << inner.error().describe();
+  EXPECT_EQ(find_job(m->status(), 2)["nested_in"], 1) << "the owner's own request nests in its envelope";
+  EXPECT_TRUE(find_job(m->status(), 2)["host"].is_null());
+  EXPECT_EQ(find_job(m->status(), 1)["envelope"], true);
+  EXPECT_EQ((*inner)["cgroup"], "job-1");
+  EXPECT_FALSE(cgroup_exists(2));
+  EXPECT_TRUE(CpuSet::parse_list((*inner)["cpus"].get<std::string>())
+                  ->is_subset_of(*CpuSet::parse_list((*outer)["cpus"].get<std::string>())));
+  // The command's phases reach every thread of it: through the envelope's cgroup.
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
+  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, now_ns_ += 1000);
+  m->tick();
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "10");
+  // The nested job goes: the envelope is steered by nobody, normal again.
+  ASSERT_TRUE(m->release(run, 2));
+  EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100");
+  // The registry keeps the envelope flag for a restarted daemon.
+  EXPECT_TRUE(saved_registry().jobs.at(0).envelope);
+}
+
+TEST_F(JobManagerTest, WithoutCgroupsAnEnvelopeIsFoundThroughTheRequestersLineage) {
+  JobManagerDeps d = deps();
+  d.cgroups = nullptr;
+  d.job_of_process = nullptr;
+  d.lineage = [this](pid_t pid) {  // 102 is a child of 101
+    std::vector<ProcessId> out{ProcessId{pid, processes_.at(pid).start_time}};
+    if (pid == 102) out.push_back(ProcessId{101, processes_.at(101).start_time});
+    return out;
+  };
+  JobManager m(std::move(d));
+  const auto run = spawn(101, kAlice);
+  ASSERT_TRUE(m.request(run, {{"num_cpus", 4}, {"exclusive", true}, {"envelope", true}}, {}).ok());
+  auto worker = m.request(spawn(102, kAlice), {{"num_cpus", 2}, {"exclusive", true}}, {});  // a child of 101
+  ASSERT_TRUE(worker.ok()) << worker.error().describe();
+  EXPECT_EQ(find_job(m.status(), 2)["nested_in"], 1);
+  // The node paid once: the other four CPUs are still free for an exclusive job.
+  EXPECT_TRUE(m.request(spawn(201, kBob), {{"num_cpus", 4}, {"exclusive", true}}, {}).ok());
+}
+
+TEST_F(JobManagerTest, ADryRunPlansWithoutGrantingBookingOrSaving) {
+  auto m = make_manager();
+  ASSERT_TRUE(m->request(spawn(101, kAlice), {{"num_cpus", 3}, {"exclusive", true}}, {}).ok());
+  auto plan = m->request(spawn(102, kAlice), {{"num_cpus", 2}, {"exclusive", true}, {"dry_run", true}}, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().describe();
+  EXPECT_EQ((*plan)["dry_run"], true);
+  const CpuSet planned = *CpuSet::parse_list((*plan)["cpus"].get<std::string>());
+  EXPECT_EQ(planned.count(), 2);
+  EXPECT_FALSE(planned.intersects(*CpuSet::parse_list(find_job(m->status(), 1)["cpus"].get<std::string>())));
+  EXPECT_EQ(m->status()["jobs"].size(), 1u);
+  EXPECT_EQ(saved_registry().jobs.size(), 1u);
+  EXPECT_FALSE(cgroup_exists(2));
+  EXPECT_TRUE(moves_.size() == 1 && moves_[0] == 101) << "a dry run moves nobody";
+  // Refusals are planned too.
+  auto no = m->request(spawn(103, kAlice), {{"num_cpus", 8}, {"exclusive", true}, {"dry_run", true}}, {});
+  ASSERT_FALSE(no.ok());
+  EXPECT_EQ(no.error().code, MLOS_ERR_CPUS_BUSY);
+  EXPECT_EQ((*m->request(spawn(104, kAlice), {{"num_cpus", 1}}, {}))["job"], 2) << "no job id used up";
+}
+
+class JobManagerLedgerTest : public JobManagerTest {
+ protected:
+  std::unique_ptr<JobManager> make_following_manager() {
+    JobManagerDeps d = deps();
+    d.ledger_changes = [this]() -> std::optional<Result<ClaimLedger>> {
+      if (!ledger_changed_) return std::nullopt;
+      ledger_changed_ = false;
+      return Result<ClaimLedger>(ledger_);
+    };
+    d.lineage = [this](pid_t pid) {
+      std::vector<ProcessId> out{ProcessId{pid, processes_.at(pid).start_time}};
+      if (auto p = parents_.find(pid); p != parents_.end()) {
+        out.push_back(ProcessId{p->second, processes_.at(p->second).start_time});
+      }
+      return out;
+    };
+    return std::make_unique<JobManager>(std::move(d));
+  }
+  void add_claim(uint64_t id, pid_t pid, const char* cpus, bool exclusive, bool envelope, const char* label) {
+    spawn(pid, kAlice);
+    Claim c;
+    c.id = id;
+    c.owner = ProcessId{pid, processes_.at(pid).start_time};
+    c.uid = kAlice;
+    c.cpus = *CpuSet::parse_list(cpus);
+    c.exclusive = exclusive;
+    c.envelope = envelope;
+    c.label = label;
+    ledger_.claims.push_back(c);
+    ledger_changed_ = true;
+  }
+  static json job_of_pid(const json& status, pid_t pid) {
+    for (const auto& j : status["jobs"]) {
+      if (j["pid"] == pid) return j;
+    }
+    return nullptr;
+  }
+  ClaimLedger ledger_;
+  bool ledger_changed_ = false;
+  std::map<pid_t, pid_t> parents_;
+};
+
+TEST_F(JobManagerLedgerTest, LiveLedgerClaimsAreAdoptedAtStartAndBookTheirCpus) {
+  add_claim(5, 301, "0-1", true, false, "early");
+  add_claim(6, 302, "4-7", false, true, "run");  // `mlos run` while mlosd was down
+  add_claim(7, 303, "4-5", true, false, "inside");
+  parents_[303] = 302;
+  auto m = make_following_manager();
+  auto report = m->recover();
+  ASSERT_TRUE(report.ok()) << report.error().describe();
+  const json st = m->status();
+  const json early = job_of_pid(st, 301), run = job_of_pid(st, 302), inside = job_of_pid(st, 303);
+  EXPECT_EQ(early["source"], "ledger");
+  EXPECT_EQ(early["label"], "early");
+  EXPECT_EQ(early["exclusive"], true);
+  EXPECT_EQ(inside["nested_in"], run["job"]) << "claims made inside an envelope nest in it";
+  EXPECT_FALSE(cgroup_exists(early["job"].get<uint64_t>())) << "adopted processes placed themselves";
+  EXPECT_EQ(st["exclusive_cpus"], "0-1");
+  // mlosd's own grants now avoid them.
+  auto fresh = m->request(spawn(401, kBob), {{"num_cpus", 2}, {"exclusive", true}}, {});
+  ASSERT_TRUE(fresh.ok()) << fresh.error().describe();
+  EXPECT_EQ((*fresh)["cpus"], "2-3");
+  // Saved: a restart knows them (and their claim ids).
+  int adopted = 0;
+  for (const auto& r : saved_registry().jobs) adopted += r.ledger_claim != 0;
+  EXPECT_EQ(adopted, 3);
+}
+
+TEST_F(JobManagerLedgerTest, AClaimThatLeavesTheLedgerIsForgottenAndDuplicatesAreBookedShared) {
+  auto m = make_following_manager();
+  ASSERT_TRUE(m->recover().ok());
+  ASSERT_TRUE(m->request(spawn(101, kBob), {{"num_cpus", 2}, {"exclusive", true}}, {}).ok());  // CPUs 0-1
+  add_claim(9, 301, "1-2", true, false, "behind-its-back");
+  m->tick();
+  const json dup = job_of_pid(m->status(), 301);
+  ASSERT_FALSE(dup.is_null());
+  EXPECT_EQ(dup["exclusive"], false);
+  EXPECT_NE(dup["notes"].dump().find("booked as shared"), std::string::npos) << dup.dump();
+  m->tick();
+  EXPECT_EQ(m->status()["jobs"].size(), 2u) << "an unchanged ledger adopts nothing twice";
+  ledger_.claims.clear();
+  ledger_changed_ = true;
+  m->tick();
+  EXPECT_TRUE(job_of_pid(m->status(), 301).is_null());
+  EXPECT_EQ(saved_registry().jobs.size(), 1u);
+  EXPECT_EQ(m->status()["exclusive_cpus"], "0-1") << "job 1's CPUs stay exclusive";
+}
+
+TEST_F(JobManagerLedgerTest, AnUnreadableLedgerChangesNothing) {
+  add_claim(5, 301, "0-1", true, false, "early");
+  auto m = make_following_manager();
+  ASSERT_TRUE(m->recover().ok());
+  ASSERT_EQ(m->status()["jobs"].size(), 1u);
+  // The next read fails (a corrupt file): the adopted job stays.
+  ledger_changed_ = true;
+  ledger_.claims.clear();
+  m = nullptr;
+  JobManagerDeps failing = deps();
+  failing.ledger_changes = []() -> std::optional<Result<ClaimLedger>> {
+    return Result<ClaimLedger>(make_error(MLOS_ERR_STATE_CORRUPT, "bad ledger"));
+  };
+  JobManager again(std::move(failing));
+  ASSERT_TRUE(again.recover().ok());
+  again.tick();
+  EXPECT_FALSE(job_of_pid(again.status(), 301).is_null()) << "a ledger that cannot be read ends no claim";
+}
+
 // ---- per-user quotas ----
 
 class JobManagerQuotaTest : public JobManagerTest {

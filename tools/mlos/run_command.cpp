@@ -3,10 +3,14 @@
 // mlos claims the CPUs as an *envelope* owned by its own PID, applies the
 // affinity and memory policy to itself, sets the thread-pool environment and
 // then exec()s the command, which keeps the PID. The claim therefore lives
-// exactly as long as the command: when it exits or is killed, the ledger
-// reclaims it (dead PID + start time), and its exit status is the command's.
+// exactly as long as the command: when it exits or is killed, the claim is
+// reclaimed (dead PID + start time), and its exit status is the command's.
 // Libraries inside the command that request resources nest inside the
 // envelope instead of competing with it.
+//
+// The claim goes into the node's one book: mlosd's when it runs (MLOS_MODE
+// auto or daemon; mlosd also moves the process into the job's cgroup), the
+// embedded ledger otherwise, exactly as the library chooses.
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +21,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "core/utf8.h"
+#include "api/engine_select.h"
 #include "engine/ledger_claim_broker.h"
 #include "os/kernel.h"
 
@@ -77,6 +82,16 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
   return r;
 }
 
+// A described machine (MLOS_TOPOLOGY) is planned on by the embedded engine
+// alone: mlosd only knows the machine it runs on.
+Result<std::shared_ptr<ClaimBroker>> broker_for_run() {
+  const char* described = std::getenv("MLOS_TOPOLOGY");
+  if (described == nullptr || *described == '\0') return select_broker();
+  auto ledger = LedgerClaimBroker::for_this_process();
+  if (!ledger) return ledger.error();
+  return std::shared_ptr<ClaimBroker>(*ledger);
+}
+
 }  // namespace
 
 namespace {
@@ -95,7 +110,7 @@ int run_run(const RunOptions& o) {
     report(o, request.error());
     return kExitRunFailed;
   }
-  auto broker = LedgerClaimBroker::for_this_process();
+  auto broker = broker_for_run();
   if (!broker) {
     report(o, broker.error());
     return kExitRunFailed;
@@ -109,6 +124,7 @@ int run_run(const RunOptions& o) {
     auto j = json_envelope("run");
     j["dry_run"] = true;
     j["topology"] = (*broker)->topology().source;
+    j["engine"] = (*broker)->engine();
     j["placement"] = placement_json(*plan, 0);
     if (o.json) {
       std::cout << dump_json(j, 2) << "\n";
@@ -152,6 +168,7 @@ int run_run(const RunOptions& o) {
     for (const char* name : kThreadEnv) setenv(name, threads.c_str(), 1);
   }
   setenv("MLOS_CLAIM_ID", std::to_string(grant->claim_id).c_str(), 1);
+  setenv("MLOS_ENGINE", (*broker)->engine(), 1);
   setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
   setenv("MLOS_NUMA_NODE", std::to_string(p.primary_node).c_str(), 1);
   setenv("MLOS_RECOMMENDED_THREADS", threads.c_str(), 1);
@@ -163,9 +180,10 @@ int run_run(const RunOptions& o) {
   if (o.verbose || o.json) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
+    j["engine"] = (*broker)->engine();
     j["command"] = o.command;
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
-                                          std::to_string(grant->claim_id) + ", " + threads + " thread(s)")
+                                          std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)")
               << "\n";
   }
 

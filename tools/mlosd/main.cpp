@@ -18,6 +18,7 @@
 #include "daemon/daemon_config.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
+#include "daemon/ledger_follower.h"
 #include "mlos/log.h"
 #include "mlos/version.h"
 #include "os/hwloc_topology.h"
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", MLOS_VERSION_STRING);
   std::string config_path;
   bool check_config = false, quarantine = false;
-  std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile;
+  std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir;
   int sample_ms = 0;
   app.add_option("-c,--config", config_path, "JSON config file (keys in docs/daemon.md); flags override it");
   app.add_flag("--check-config", check_config,
@@ -140,6 +141,9 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "Control socket path (default /run/mlos/mlosd.sock)");
   app.add_option("--state-dir", state_dir, "Directory of the durable job registry (default /var/lib/mlos)");
   app.add_option("--cgroups", cgroups, "auto | v1 | v2 | none (default auto)");
+  app.add_option("--ledger-dir", ledger_dir,
+                 "Runtime directory of the embedded claim ledger whose claims mlosd adopts (default /run/mlos; "
+                 "'' none)");
   app.add_option("--cgroup-base", cgroup_base, "cgroup under which jobs get theirs (default mlos)");
   app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics (default 127.0.0.1:9464; '' off)");
   app.add_option("--metrics-textfile", metrics_textfile, "Also write metrics to this file (node_exporter textfile)");
@@ -170,6 +174,7 @@ int main(int argc, char** argv) {
   if (!state_dir.empty()) flags["state_dir"] = state_dir;
   if (!cgroups.empty()) flags["cgroups"] = cgroups;
   if (!cgroup_base.empty()) flags["cgroup_base"] = cgroup_base;
+  if (app.count("--ledger-dir")) flags["ledger_dir"] = ledger_dir;
   if (app.count("--metrics-listen")) flags["metrics_listen"] = metrics_listen;
   if (!metrics_textfile.empty()) flags["metrics_textfile"] = metrics_textfile;
   if (sample_ms != 0) flags["sample_interval_ms"] = sample_ms;
@@ -225,6 +230,12 @@ int main(int argc, char** argv) {
   if (*driver) {
     deps.job_of_process = [v1 = (*driver)->version() == "v1", base = config.cgroup_base](pid_t pid) {
       return job_of_process(pid, v1, base);
+    };
+  }
+  deps.lineage = [](pid_t pid) { return os::lineage(pid); };
+  if (!config.ledger_dir.empty()) {
+    deps.ledger_changes = [follower = std::make_shared<d::LedgerFollower>(config.ledger_dir)] {
+      return follower->read_if_changed();
     };
   }
   deps.fetch_fd = fetch_fd;

@@ -1,0 +1,95 @@
+// JobManager::follow_ledger: the embedded ledger's claims in mlosd's book.
+//
+// Why adopt rather than refuse: a claim in the ledger belongs to a process
+// that is already running on its CPUs (it was granted while mlosd was down,
+// or by a process told MLOS_MODE=embedded). Refusing it would not move that
+// process; it would only make mlosd blind to it and grant its "exclusive"
+// CPUs a second time. Adopting books its CPUs, shows it in `mlos status`,
+// and ends with it.
+#include <algorithm>
+
+#include "daemon/job_manager.h"
+#include "os/log_sink.h"
+
+namespace mlos::daemon {
+
+std::vector<std::string> JobManager::follow_ledger() {
+  std::vector<std::string> report;
+  if (!d_.ledger_changes) return report;
+  auto changed = d_.ledger_changes();
+  if (!changed) return report;
+  if (!*changed) {
+    // Kept as it was: a ledger that cannot be read says nothing about
+    // which claims ended.
+    report.push_back("embedded ledger not followed this time: " + changed->error().describe());
+    log_message(MLOS_LOG_WARN, report.back());
+    return report;
+  }
+  ClaimLedger& ledger = **changed;
+  std::set<uint64_t> present;
+  for (const Claim& c : ledger.claims) present.insert(c.id);
+
+  // Claims that left the ledger (released, or their owner died).
+  std::vector<uint64_t> gone;
+  for (const auto& [claim, job] : adopted_) {
+    if (!present.count(claim)) gone.push_back(job);
+  }
+  for (uint64_t id : gone) {
+    report.push_back("forgot job " + std::to_string(id) + ": its claim left the embedded ledger");
+    forget(id, "ledger claim released");
+  }
+  if (!gone.empty()) (void)persist_removal(gone);
+
+  // Envelopes first, so that the claims made inside them nest.
+  std::vector<const Claim*> fresh;
+  for (const Claim& c : ledger.claims) {
+    if (!adopted_.count(c.id)) fresh.push_back(&c);
+  }
+  std::stable_sort(fresh.begin(), fresh.end(), [](const Claim* a, const Claim* b) { return a->envelope > b->envelope; });
+  for (const Claim* c : fresh) {
+    if (next_id_ > JobRegistry::kMaxJobId) break;
+    Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
+    JobRecord& r = j.record;
+    r.id = next_id_;
+    r.owner = c->owner;
+    r.uid = c->uid;
+    r.cpus = c->cpus & d_.allowed;
+    if (r.cpus.empty()) r.cpus = c->cpus;  // outside mlosd's CPUs: booked as it is, noted below
+    r.mems.set(c->numa_node);
+    r.exclusive = c->exclusive;
+    r.envelope = c->envelope;
+    r.memory_bytes = c->memory_bytes;
+    r.label = c->label.empty() ? "pid-" + std::to_string(c->owner.pid) : c->label;
+    r.created_unix = c->created_unix;
+    r.ledger_claim = c->id;
+    Live* in = enclosing_job(c->owner);
+    if (in != nullptr && (in->record.owner != c->owner || in->record.envelope)) r.parent = in->record.id;
+    const CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
+    j.notes.push_back("adopted from the embedded ledger (claim " + std::to_string(c->id) +
+                      "): booked by mlosd, not in a cgroup (its process placed itself)");
+    if (r.parent != 0) j.notes.push_back("nested in job " + std::to_string(r.parent));
+    if (r.exclusive && r.cpus.intersects(u.exclusive)) {
+      // Two exclusive claims on one CPU cannot both be booked as such
+      // (releasing one would free the other's CPU).
+      r.exclusive = false;
+      j.notes.push_back("booked as shared: CPUs " + (r.cpus & u.exclusive).to_list() +
+                        " were already granted exclusively to another job");
+    }
+    if (!(c->cpus & d_.allowed).count()) j.notes.push_back("its CPUs " + c->cpus.to_list() + " are outside mlosd's");
+    ++next_id_;
+    auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
+    book(it->second.record, +1);
+    if (Status s = persist(it->second); !s) {
+      report.push_back("could not record adopted job " + std::to_string(r.id) + ": " + s.error().describe());
+      forget(r.id, "state file not saved");
+      continue;
+    }
+    report.push_back("adopted ledger claim " + std::to_string(c->id) + " (" + it->second.record.label + ") as job " +
+                     std::to_string(r.id) + ": pid " + std::to_string(c->owner.pid) + ", CPUs " +
+                     it->second.record.cpus.to_list() + (it->second.record.exclusive ? ", exclusive" : ""));
+  }
+  for (const auto& line : report) log_message(MLOS_LOG_INFO, line);
+  return report;
+}
+
+}  // namespace mlos::daemon
