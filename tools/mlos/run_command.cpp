@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <iostream>
 
 #include "cli_output.h"
@@ -29,6 +30,23 @@ namespace {
 const char* const kThreadEnv[] = {"OMP_NUM_THREADS",        "MKL_NUM_THREADS",     "OPENBLAS_NUM_THREADS",
                                   "BLIS_NUM_THREADS",       "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                                   "TF_NUM_INTRAOP_THREADS"};
+
+// Sets each thread-pool variable to `threads`, except those the user set
+// (a value an outer `mlos run` set is ours to replace), and lists the ones
+// set in MLOS_THREAD_ENV: a local rank resizes exactly those to its share
+// (python/mlos_training/autostart.py), and torchrun, which sets
+// OMP_NUM_THREADS=1 only where it is unset, passes them on unchanged.
+void set_thread_env(const std::string& threads) {
+  const char* outer = getenv("MLOS_THREAD_ENV");
+  const std::string ours = outer ? "," + std::string(outer) + "," : "";
+  std::string set;
+  for (const char* name : kThreadEnv) {
+    if (getenv(name) != nullptr && ours.find("," + std::string(name) + ",") == std::string::npos) continue;
+    setenv(name, threads.c_str(), 1);
+    set += (set.empty() ? "" : ",") + std::string(name);
+  }
+  setenv("MLOS_THREAD_ENV", set.c_str(), 1);
+}
 
 nlohmann::json placement_json(const Placement& p, uint64_t claim_id) {
   return {{"claim_id", claim_id},
@@ -148,9 +166,7 @@ int run_run(const RunOptions& o) {
     return kExitRunFailed;
   }
   const std::string threads = std::to_string(std::max(1, p.physical_cores));
-  if (!o.no_thread_env) {
-    for (const char* name : kThreadEnv) setenv(name, threads.c_str(), 1);
-  }
+  if (!o.no_thread_env) set_thread_env(threads);
   setenv("MLOS_CLAIM_ID", std::to_string(grant->claim_id).c_str(), 1);
   setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
   setenv("MLOS_NUMA_NODE", std::to_string(p.primary_node).c_str(), 1);
