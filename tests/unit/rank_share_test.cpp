@@ -123,13 +123,11 @@ TEST(RankShare, FewerRanksThanNodesGetWholeNodes) {
 }
 
 TEST(RankShare, OnlyThePoolIsSplit) {
-  // mlos run --cpus 6 on a 2 x 4 machine got 2-7 (part of node 0 and 1):
-  // node 0 holds 2 cores of the pool (2-3), node 1 holds 4-7 ... here with
-  // one PU per core, nodes are 0-3 and 4-7.
+  // mlos run --cpus 6 on a machine of two 4-CPU nodes (0-3, 4-7) got
+  // 2-7: 2 cores on node 0, 4 on node 1. Quotas 2*2/6 = 0.67 and
+  // 2*4/6 = 1.33 round to one rank per node; none straddles.
   Topology t = make_uniform_topology(2, 4, 1);
   auto s = all_shares(t, CpuSet::range(2, 7), 2);
-  // Units per node: 2 and 4; 2 ranks split 2*2/6 = 0.67 and 2*4/6 = 1.33:
-  // one rank per node, none straddles.
   EXPECT_EQ(lists(s), (L{"2-3", "4-7"}));
 }
 
@@ -142,8 +140,8 @@ TEST(RankShare, AsymmetricNodesLeaveATinyNodeOutRatherThanStarveARank) {
 }
 
 TEST(RankShare, PropertiesHoldOnManyShapes) {
-  const char* shapes[] = {"synthetic:numa:1 core:2 pu:1", "synthetic:numa:2 core:3 pu:2",
-                          "synthetic:pack:2 numa:2 core:4 pu:2", "synthetic:numa:3 core:5 pu:1"};
+  const char* shapes[] = {"synthetic:pack:1 numa:1 core:2 pu:1", "synthetic:pack:1 numa:2 core:3 pu:2",
+                          "synthetic:pack:2 numa:2 core:4 pu:2", "synthetic:pack:1 numa:3 core:5 pu:1"};
   for (const char* shape : shapes) {
     Topology t = hwloc(shape);
     const CpuSet pool = t.all_cpus();
