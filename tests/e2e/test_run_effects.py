@@ -61,13 +61,15 @@ def test_run_no_thread_env(mlos):
 
 
 def test_run_keeps_thread_counts_the_user_set(mlos):
-    # The user's OMP_NUM_THREADS is theirs; the others are set, and listed
-    # in MLOS_THREAD_ENV (what a local rank may resize to its share).
+    # The user sized the pools: none of the variables is set (torch would
+    # take an MKL_NUM_THREADS of mlOS's over the user's OMP_NUM_THREADS),
+    # and MLOS_THREAD_ENV, what a local rank may resize, lists none.
     seen, _ = probe(mlos, "--cpus", "1", env={"OMP_NUM_THREADS": "13"})
     assert seen["env"]["OMP_NUM_THREADS"] == "13"
-    assert seen["env"]["MKL_NUM_THREADS"] == "1"
-    listed = seen["env"]["MLOS_THREAD_ENV"].split(",")
-    assert "OMP_NUM_THREADS" not in listed and "MKL_NUM_THREADS" in listed and len(listed) == 6
+    assert "MKL_NUM_THREADS" not in seen["env"]
+    assert seen["env"]["MLOS_THREAD_ENV"] == ""
+    plain, _ = probe(mlos, "--cpus", "1")
+    assert len(plain["env"]["MLOS_THREAD_ENV"].split(",")) == 7
 
 
 def test_nested_run_replaces_the_outer_runs_thread_counts(mlos):

@@ -31,17 +31,24 @@ const char* const kThreadEnv[] = {"OMP_NUM_THREADS",        "MKL_NUM_THREADS",  
                                   "BLIS_NUM_THREADS",       "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                                   "TF_NUM_INTRAOP_THREADS"};
 
-// Sets each thread-pool variable to `threads`, except those the user set
-// (a value an outer `mlos run` set is ours to replace), and lists the ones
-// set in MLOS_THREAD_ENV: a local rank resizes exactly those to its share
+// Sets the thread-pool variables to `threads`, unless the user set any of
+// them (a value an outer `mlos run` set does not count): then the user sized
+// the pools and all are left alone, since libraries read several of them
+// (torch takes MKL_NUM_THREADS over OMP_NUM_THREADS). The names set are
+// listed in MLOS_THREAD_ENV: a local rank resizes exactly those to its share
 // (python/mlos_training/autostart.py), and torchrun, which sets
 // OMP_NUM_THREADS=1 only where it is unset, passes them on unchanged.
 void set_thread_env(const std::string& threads) {
   const char* outer = getenv("MLOS_THREAD_ENV");
   const std::string ours = outer ? "," + std::string(outer) + "," : "";
+  for (const char* name : kThreadEnv) {
+    if (getenv(name) != nullptr && ours.find("," + std::string(name) + ",") == std::string::npos) {
+      setenv("MLOS_THREAD_ENV", "", 1);
+      return;
+    }
+  }
   std::string set;
   for (const char* name : kThreadEnv) {
-    if (getenv(name) != nullptr && ours.find("," + std::string(name) + ",") == std::string::npos) continue;
     setenv(name, threads.c_str(), 1);
     set += (set.empty() ? "" : ",") + std::string(name);
   }
