@@ -433,6 +433,25 @@ MLOS_API int mlos_training_get_cpus(const mlos_training_resources_t* resources,
 MLOS_API int mlos_training_recommended_threads(
     const mlos_training_resources_t* resources);
 
+/* The CPUs this process's requests are placed in (their outer bound): its
+ * main thread's affinity at the library's first use, narrowed to the
+ * process's share when it is one of several local ranks (LOCAL_RANK of
+ * LOCAL_WORLD_SIZE > 1, as torchrun sets them) started inside `mlos run`
+ * and still on all of mlos run's CPUs (docs/placement.md, "Local ranks").
+ * The first call, or the first request, applies that share: every thread
+ * of the process still on mlos run's CPUs moves into it. A rank that then
+ * requests more CPUs than its share gets its share, with an
+ * MLOS_EFFECT_AFFINITY note. Writes the CPU OS indices, ascending, into
+ * cpus[0..capacity) and their number into *count; if recommended_threads
+ * is not NULL, the physical cores they cover (at least 1) into it. cpus may
+ * be NULL when capacity is 0 (size query). MLOS_RANK_SPLIT=0 turns the
+ * split off. Errors: INVALID_ARGUMENT (count NULL, cpus NULL with
+ * capacity > 0, LOCAL_RANK/LOCAL_WORLD_SIZE/MLOS_CPUS malformed or
+ * inconsistent: every request of the process then fails the same way),
+ * BUFFER_TOO_SMALL (*count still set), SYSTEM. */
+MLOS_API int mlos_training_get_allowed_cpus(int* cpus, size_t capacity, size_t* count,
+                                            int* recommended_threads);
+
 typedef struct mlos_training_phase_profile {
   uint32_t struct_size;                 /* in: sizeof(...) */
   mlos_training_phase_t current_phase;

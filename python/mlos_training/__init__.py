@@ -147,6 +147,19 @@ def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_
     return Resources(handle)
 
 
+def allowed_cpus():
+    """(cpus, recommended_threads): the CPUs this process's requests are
+    placed in and the physical cores they cover. In a local rank started
+    inside `mlos run` (torchrun sets LOCAL_RANK, LOCAL_WORLD_SIZE), the
+    first call moves the process into its share of mlos run's CPUs and
+    returns that share (docs/placement.md, "Local ranks"). Raises
+    MLOSError(INVALID_ARGUMENT) naming a malformed LOCAL_RANK,
+    LOCAL_WORLD_SIZE or MLOS_CPUS."""
+    rc, cpus, threads = _core.allowed_cpus()
+    check(rc)
+    return cpus, threads
+
+
 def release_resources(res):
     """Releases the allocation: threads unbound, claim dropped, collective
     group closed. Releasing twice raises MLOSError(INVALID_HANDLE)."""
@@ -173,7 +186,7 @@ def set_phase(res, phase):
 
 
 __all__ = [
-    "MLOSError", "Resources", "request_resources", "release_resources", "bind_current_thread", "set_phase",
+    "MLOSError", "Resources", "allowed_cpus", "request_resources", "release_resources", "bind_current_thread", "set_phase",
     "PHASE_IDLE", "PHASE_DATA_LOADING", "PHASE_FORWARD", "PHASE_BACKWARD", "PHASE_OPTIMIZER", "PHASE_CHECKPOINT",
     "PHASE_NAMES", "SUM", "PROD", "MIN", "MAX", "AVG", "MEMORY_NORMAL", "MEMORY_MODERATE", "MEMORY_CRITICAL",
     "MLOSTrainingContext", "write_file_atomic",

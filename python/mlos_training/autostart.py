@@ -1,11 +1,18 @@
 """Zero-code-change mode: `mlos run --cpus N -- python train.py`.
 
 Installed at interpreter start-up when MLOS_PYTHON_HOOKS=1 (see
-mlos_training_autostart.py). Nothing happens until the script imports
-torch; right after torch's import:
-  - an MLOSTrainingContext on the CPUs `mlos run` granted (MLOS_CPUS; a
-    shared request inside mlos run's own claim) binds the main thread and
-    sizes torch's intra-op pool to the allocation's physical cores;
+mlos_training_autostart.py). In a local rank (torchrun's LOCAL_RANK of
+LOCAL_WORLD_SIZE > 1), the process moves into its share of mlos run's CPUs
+at once, before any thread pool starts, and the thread-pool variables that
+`mlos run` set (MLOS_THREAD_ENV) are resized to the share's physical cores
+(docs/placement.md, "Local ranks"). Nothing else happens until the script
+imports torch; right after torch's import:
+  - an MLOSTrainingContext on the CPUs the process may use (all of mlos
+    run's, or the rank's share; a shared request inside mlos run's own
+    claim) binds the main thread and sizes torch's intra-op pool to their
+    physical cores, unless OMP_NUM_THREADS was set by someone other than
+    mlos run (the user, or torchrun's default under --no-thread-env): that
+    size is kept;
   - global hooks mark phases for every model and optimizer: FORWARD when an
     outermost module's forward starts, BACKWARD when backward reaches its
     output, OPTIMIZER at each optimizer step, DATA_LOADING at each
@@ -24,16 +31,44 @@ import os
 import sys
 import threading
 
-from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER
+from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER, allowed_cpus
 from .context import MLOSTrainingContext
-from .cpu_list import parse_cpu_list
+from .errors import MLOSError
 
 _state = threading.local()  # .outer: the module whose forward is outermost now
 context = None  # the process's context once torch is imported
 
 
 def _cpu_count():
-    return len(parse_cpu_list(os.environ.get("MLOS_CPUS", ""))) or len(os.sched_getaffinity(0))
+    return len(allowed_cpus()[0])
+
+
+def _thread_env_set_by_mlos():
+    """Names of the thread-pool variables `mlos run` set (MLOS_THREAD_ENV);
+    the others are the user's (or the launcher's) and are left alone."""
+    return [n for n in os.environ.get("MLOS_THREAD_ENV", "").split(",") if n]
+
+
+def _threads_sized_by_someone_else():
+    return "OMP_NUM_THREADS" in os.environ and "OMP_NUM_THREADS" not in _thread_env_set_by_mlos()
+
+
+def _take_rank_share():
+    """A local rank inside mlos run takes its share now (single-threaded:
+    every later thread inherits it) and sizes mlos run's thread variables
+    to it, for torch's pool and for any child process."""
+    if os.environ.get("LOCAL_WORLD_SIZE", "1") in ("", "1") or not os.environ.get("MLOS_CPUS"):
+        return
+    try:
+        _, threads = allowed_cpus()
+    except MLOSError as e:
+        # Every request of this process will fail with the same error; the
+        # interpreter itself must still start.
+        sys.stderr.write(f"mlos_training: the local rank's share was not applied: {e}\n")
+        return
+    for name in _thread_env_set_by_mlos():
+        os.environ[name] = str(threads)
+    os.environ["MLOS_RECOMMENDED_THREADS"] = str(threads)
 
 
 def _mark(phase):
@@ -77,7 +112,8 @@ def _install_hooks(torch):
 
 def _on_torch_imported(torch):
     global context
-    context = MLOSTrainingContext(num_cpus=_cpu_count(), exclusive_cpus=False)
+    context = MLOSTrainingContext(num_cpus=_cpu_count(), exclusive_cpus=False,
+                                  size_threads=not _threads_sized_by_someone_else())
     context.start()
     atexit.register(context.close)
     _install_hooks(torch)
@@ -120,5 +156,6 @@ def _watch(name, on_imported):
 
 
 def install():
+    _take_rank_share()
     _watch("torch", _on_torch_imported)
     _watch("ultralytics.utils.callbacks.base", _on_ultralytics_callbacks_imported)

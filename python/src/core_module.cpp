@@ -61,6 +61,18 @@ std::pair<int, std::vector<int>> get_cpus(uintptr_t h) {
   return {rc, cpus};
 }
 
+// (rc, cpus, recommended threads) of mlos_training_get_allowed_cpus.
+std::tuple<int, std::vector<int>, int> allowed_cpus() {
+  size_t count = 0;
+  int threads = 0;
+  int rc = mlos_training_get_allowed_cpus(nullptr, 0, &count, &threads);
+  if (rc != MLOS_OK && rc != MLOS_ERR_BUFFER_TOO_SMALL) return {rc, {}, 0};
+  std::vector<int> cpus(count);
+  rc = mlos_training_get_allowed_cpus(cpus.data(), cpus.size(), &count, &threads);
+  cpus.resize(rc == MLOS_OK ? count : 0);
+  return {rc, cpus, threads};
+}
+
 std::pair<int, nb::dict> phase_profile(uintptr_t h) {
   mlos_training_phase_profile_t p{};
   p.struct_size = sizeof p;
@@ -158,6 +170,7 @@ NB_MODULE(_core, m) {
     return mlos_training_set_phase(handle(h), static_cast<mlos_training_phase_t>(phase));
   });
   m.def("get_cpus", &get_cpus);
+  m.def("allowed_cpus", &allowed_cpus);
   m.def("recommended_threads", [](uintptr_t h) { return mlos_training_recommended_threads(handle(h)); });
   m.def("phase_profile", &phase_profile);
   m.def("phase_name", [](int phase) { return std::string(mlos_training_phase_name(static_cast<mlos_training_phase_t>(phase))); });

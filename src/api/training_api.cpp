@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "api/api_guard.h"
 #include "api/collective_groups.h"
@@ -14,6 +15,7 @@
 #include "api/profile_at_release.h"
 #include "core/phase_policy.h"
 #include "engine/job.h"
+#include "engine/rank_bound.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
 #include "os/process_self.h"
@@ -40,6 +42,21 @@ static_assert(kPlacementV1Size <= sizeof(mlos_training_placement_t));
 static_assert(kProfileV1Size <= sizeof(mlos_training_phase_profile_t));
 static_assert(kOptionsV1Size <= sizeof(mlos_training_request_options_t));
 constexpr uint32_t kKnownRequestFlags = MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE;
+
+// A local rank that asks for more CPUs than its share (typically a program
+// written for the whole allocation, now started once per rank) gets its
+// share: the split was mlOS's doing, not the program's, so the request is
+// capped rather than refused. Returns the note saying so, or "".
+std::string cap_to_rank_share(const mlos::ProcessBound& bound, mlos::PlacementRequest& request) {
+  if (!bound.split || request.num_cpus <= bound.cpus.count()) return "";
+  const mlos::RankSplit& s = *bound.split;
+  std::string note = "asked for " + std::to_string(request.num_cpus) + " CPUs, capped to " +
+                     std::to_string(bound.cpus.count()) + ": local rank " + std::to_string(s.local_rank) + " of " +
+                     std::to_string(s.local_world_size) + " has CPUs " + bound.cpus.to_list() + " of mlos run's " +
+                     s.envelope.to_list() + " (MLOS_RANK_SPLIT=0 turns the split off)";
+  request.num_cpus = bound.cpus.count();
+  return note;
+}
 
 
 }  // namespace
@@ -77,10 +94,16 @@ int mlos_training_request_resources_ex(const mlos_training_resource_request_t* r
       cr.placement.single_node = options->flags & MLOS_REQUEST_SINGLE_NODE;
       if (options->label != nullptr) cr.label = options->label;
     }
+    // Before any engine exists: a local rank's share becomes the process's
+    // affinity, which both engines take as its bound.
+    auto bound = mlos::process_bound();
+    if (!bound) return record_error(bound.error());
+    const std::string capped = cap_to_rank_share(*bound, cr.placement);
     auto broker = mlos::select_broker();
     if (!broker) return record_error(broker.error());
     auto grant = (*broker)->acquire(cr);
     if (!grant) return record_error(grant.error());
+    grant->affinity_note = capped;
     mlos::JobSpec spec{cr.placement, request->priority, cr.label};
     auto job = std::make_shared<mlos::Job>(spec, std::move(grant.value()), *broker, mlos::os::linux_kernel());
     *resources = mlos::HandleRegistry::instance().add(std::move(job));

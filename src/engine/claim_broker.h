@@ -37,6 +37,9 @@ struct Grant {
   // Set when the grant is weaker than asked (e.g. the ledger was unusable,
   // so other processes cannot see this shared claim); says why.
   std::string ledger_note;
+  // Set when the CPUs granted are fewer than asked because the process is
+  // a local rank and its share is smaller (MLOS_EFFECT_AFFINITY); says why.
+  std::string affinity_note;
   // Set by brokers whose arbiter follows phases (mlosd); null otherwise.
   std::shared_ptr<PhaseSink> phase_sink;
 };

@@ -56,6 +56,7 @@ Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Ker
       threads_registry_(threads),
       profile_(clock_()) {
   if (!grant_.ledger_note.empty()) note(MLOS_EFFECT_LEDGER, grant_.ledger_note);
+  if (!grant_.affinity_note.empty()) note(MLOS_EFFECT_AFFINITY, grant_.affinity_note);
 }
 
 void Job::note(uint32_t effect, const std::string& reason) {

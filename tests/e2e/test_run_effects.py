@@ -60,6 +60,25 @@ def test_run_no_thread_env(mlos):
     assert seen["env"]["MLOS_RECOMMENDED_THREADS"] == "1"
 
 
+def test_run_keeps_thread_counts_the_user_set(mlos):
+    # The user sized the pools: none of the variables is set (torch would
+    # take an MKL_NUM_THREADS of mlOS's over the user's OMP_NUM_THREADS),
+    # and MLOS_THREAD_ENV, what a local rank may resize, lists none.
+    seen, _ = probe(mlos, "--cpus", "1", env={"OMP_NUM_THREADS": "13"})
+    assert seen["env"]["OMP_NUM_THREADS"] == "13"
+    assert "MKL_NUM_THREADS" not in seen["env"]
+    assert seen["env"]["MLOS_THREAD_ENV"] == ""
+    plain, _ = probe(mlos, "--cpus", "1")
+    assert len(plain["env"]["MLOS_THREAD_ENV"].split(",")) == 7
+
+
+def test_nested_run_replaces_the_outer_runs_thread_counts(mlos):
+    # A value an outer mlos run set is not the user's: the inner run sizes it.
+    seen, _ = probe(mlos, "--cpus", "1", env={"OMP_NUM_THREADS": "13", "MLOS_THREAD_ENV": "OMP_NUM_THREADS"})
+    assert seen["env"]["OMP_NUM_THREADS"] == "1"
+    assert len(seen["env"]["MLOS_THREAD_ENV"].split(",")) == 7
+
+
 def test_run_json_reports_placement_on_stderr(mlos):
     seen, r = probe(mlos, "--cpus", "1", "--json", "--label", "probe-job")
     j = json.loads(r.stderr.strip().splitlines()[0])

@@ -24,7 +24,7 @@ def mlos_cli():
 def clean_env(tmp_path, **extra):
     """This process's environment without mlOS or launcher variables, with
     a private runtime directory and the embedded engine."""
-    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
+    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLOS_", "TORCHELASTIC_")) and k not in drop}
     runtime = tmp_path / "runtime"
     runtime.mkdir(exist_ok=True)

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <iostream>
 
 #include "cli_output.h"
@@ -34,6 +35,30 @@ namespace {
 const char* const kThreadEnv[] = {"OMP_NUM_THREADS",        "MKL_NUM_THREADS",     "OPENBLAS_NUM_THREADS",
                                   "BLIS_NUM_THREADS",       "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                                   "TF_NUM_INTRAOP_THREADS"};
+
+// Sets the thread-pool variables to `threads`, unless the user set any of
+// them (a value an outer `mlos run` set does not count): then the user sized
+// the pools and all are left alone, since libraries read several of them
+// (torch takes MKL_NUM_THREADS over OMP_NUM_THREADS). The names set are
+// listed in MLOS_THREAD_ENV: a local rank resizes exactly those to its share
+// (python/mlos_training/autostart.py), and torchrun, which sets
+// OMP_NUM_THREADS=1 only where it is unset, passes them on unchanged.
+void set_thread_env(const std::string& threads) {
+  const char* outer = getenv("MLOS_THREAD_ENV");
+  const std::string ours = outer ? "," + std::string(outer) + "," : "";
+  for (const char* name : kThreadEnv) {
+    if (getenv(name) != nullptr && ours.find("," + std::string(name) + ",") == std::string::npos) {
+      setenv("MLOS_THREAD_ENV", "", 1);
+      return;
+    }
+  }
+  std::string set;
+  for (const char* name : kThreadEnv) {
+    setenv(name, threads.c_str(), 1);
+    set += (set.empty() ? "" : ",") + std::string(name);
+  }
+  setenv("MLOS_THREAD_ENV", set.c_str(), 1);
+}
 
 nlohmann::json placement_json(const Placement& p, uint64_t claim_id) {
   return {{"claim_id", claim_id},
@@ -164,9 +189,7 @@ int run_run(const RunOptions& o) {
     return kExitRunFailed;
   }
   const std::string threads = std::to_string(std::max(1, p.physical_cores));
-  if (!o.no_thread_env) {
-    for (const char* name : kThreadEnv) setenv(name, threads.c_str(), 1);
-  }
+  if (!o.no_thread_env) set_thread_env(threads);
   setenv("MLOS_CLAIM_ID", std::to_string(grant->claim_id).c_str(), 1);
   setenv("MLOS_ENGINE", (*broker)->engine(), 1);
   setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
