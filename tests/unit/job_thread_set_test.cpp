@@ -28,9 +28,10 @@ class JobThreadSetTest : public ::testing::Test {
     return std::make_unique<mlos::Job>(mlos::JobSpec{r.placement, 0, "t"}, *grant, broker, kernel,
                                        [] { return uint64_t{1}; }, threads);
   }
-  void spawn(pid_t tid, int nice = 0) {
+  void spawn(pid_t tid, int nice = 0, mlos::IoPriority io = {}) {
     kernel.threads[tid] = {};
     kernel.threads[tid].nice = nice;
+    kernel.threads[tid].io = io;
     kernel.process_tids.push_back(tid);
   }
 
@@ -46,8 +47,8 @@ TEST_F(JobThreadSetTest, ThreadsCreatedAfterTheRequestFollowFromTheNextChange) {
   EXPECT_EQ(kernel.threads[1000].nice, 5);
   EXPECT_EQ(kernel.threads[1000].io, (mlos::IoPriority{2, 0}));
 
-  spawn(1001, 5);  // an intra-op thread, created by 1000: inherits nice 5
-  spawn(1002, 5);
+  spawn(1001, 5, {2, 0});  // an intra-op thread, created by 1000: inherits its settings
+  spawn(1002, 5, {2, 0});
   const size_t scans = kernel.thread_scans;
   kernel.calls.clear();
   ASSERT_TRUE(job->set_phase(MLOS_TRAINING_PHASE_DATA_LOADING).ok());  // unchanged: nothing listed, nothing set
