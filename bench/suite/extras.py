@@ -1,4 +1,4 @@
-"""Scenarios 5-7 reuse the project's own benchmark tools, run here and
+"""Scenarios 5-8 reuse the project's own benchmark tools, run here and
 parsed: memory-pressure survival, checkpoint stall, and the micro costs."""
 import json
 import re
@@ -83,3 +83,17 @@ def micro(build, reps, seconds):
             d.terminate()
             d.wait()
     return out
+
+
+def phase_hints(build, quick):
+    """build/bin/mlos_phase_scenario: two jobs on one shared CPU, a trainer
+    computing next to a job that loads data then checkpoints; phases ignored,
+    honoured, and DATA_LOADING read literally as "low priority I/O" at normal
+    CPU; interleaved repetitions, medians, ratios against "ignored"."""
+    with tempfile.TemporaryDirectory(dir=str(REPO)) as tmp:  # the disk the project is on, not tmpfs
+        r = subprocess.run([str(build / "bin" / "mlos_phase_scenario"), "--dir", tmp,
+                            *(["--quick"] if quick else ["--reps", "5"])],
+                           capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        return {"skipped": (r.stderr or r.stdout).strip()[-500:]}
+    return json.loads(r.stdout)

@@ -171,6 +171,20 @@ def markdown(res):
             elif k == "phase_hint_ns":
                 lines.append(f"| set_phase, embedded (mlos_daemon_load) | {v['embedded_median']:.0f} ns |")
                 lines.append(f"| set_phase, daemon mode through the phase page | {v['daemon_median']:.0f} ns |")
+        lines += ["", "## 8. Phase hints on their own (build/bin/mlos_phase_scenario)", ""]
+        ph = ex.get("phase_hints", {})
+        if "skipped" in ph or "configs" not in ph:
+            lines.append(f"Skipped: {ph.get('skipped')}")
+        else:
+            lines += [f"One shared CPU; I/O scheduler `{ph['io_scheduler']}`; medians of {ph['reps']}, "
+                      "ratio to ignored in brackets.", "",
+                      "| config | trainer steps/s during load | during checkpoint | load s | checkpoint s |",
+                      "|---|---:|---:|---:|---:|"]
+            keys = ["trainer_steps_per_s_during_load", "trainer_steps_per_s_during_checkpoint", "load_s",
+                    "checkpoint_s"]
+            for n, c in ph["configs"].items():
+                lines.append(f"| {n} | " + " | ".join(f"{c['median'][k]:.2f} ({c['ratio_to_ignored'][k]:.2f})"
+                                                      for k in keys) + " |")
     return "\n".join(lines) + "\n"
 
 

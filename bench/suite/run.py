@@ -116,10 +116,11 @@ def main():
                                      "commands": {n: [shown(j.argv(), work) for j in js] for n, js in sc.configs.items()},
                                      "runs": runs})
     if not a.only:
-        print("extras: memory pressure, checkpoint stall, micro costs", file=sys.stderr, flush=True)
+        print("extras: memory pressure, checkpoint stall, phase hints, micro costs", file=sys.stderr, flush=True)
         results["extras"]["memory_pressure"] = extras.memory_pressure(a.build, 1 if a.quick else 3)
         results["extras"]["checkpoint"] = extras.checkpoint_stall(a.build, 1 if a.quick else 5,
                                                                   [16] if a.quick else [64, 256])
+        results["extras"]["phase_hints"] = extras.phase_hints(a.build, a.quick)
         results["extras"]["micro"] = extras.micro(a.build, 1 if a.quick else 5, 0.05 if a.quick else 0.5)
     results["wall_seconds"] = time.monotonic() - t_start
     (a.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")

@@ -200,8 +200,10 @@ MLOS_API int mlos_training_bind_thread(mlos_training_resources_t* resources,
 
 /* Enters `phase`: counts and times it in the phase profile and applies the
  * phase policy (CPU nice, I/O priority, buffer locking) to the job's bound
- * threads. Costs no system call when the resulting OS settings equal the
- * current ones. When a setting cannot be applied (e.g. raising priority
+ * threads and to the process's threads that no job has (found in
+ * /proc/self/task when the phase's settings differ from the last applied;
+ * never pinned; docs/phases.md). Costs no system call when the resulting OS
+ * settings equal the current ones. When a setting cannot be applied (e.g. raising priority
  * without CAP_SYS_NICE) the phase is still recorded, MLOS_OK is returned and
  * the reason is kept (mlos_training_get_notes, placement.degraded_effects).
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (unknown phase). */
@@ -365,7 +367,10 @@ typedef enum mlos_buffer_kind {
 
 /* Registers [addr, addr+size) (caller-owned memory, page-rounded outwards)
  * to be locked per its kind. Locking failures do not fail set_phase: they
- * are recorded as a note (MLOS_EFFECT_MEMLOCK). Errors: INVALID_HANDLE,
+ * are recorded as a note (MLOS_EFFECT_MEMLOCK). Registered plus checkpoint
+ * buffers may total at most the request's memory_bytes (when non-zero):
+ * past it, INSUFFICIENT_MEMORY and nothing is registered. Errors:
+ * INSUFFICIENT_MEMORY, INVALID_HANDLE,
  * INVALID_ARGUMENT (NULL, size 0, unknown kind, overlaps a registered
  * buffer, or the page-rounded range wraps past the end of the address
  * space). */

@@ -57,6 +57,15 @@ Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Ker
       profile_(clock_()) {
   if (!grant_.ledger_note.empty()) note(MLOS_EFFECT_LEDGER, grant_.ledger_note);
   if (!grant_.affinity_note.empty()) note(MLOS_EFFECT_AFFINITY, grant_.affinity_note);
+  // The requesting thread's settings before any job touched it.
+  const pid_t self = kernel_.current_tid();
+  if (auto b = threads_registry_.baseline(self)) {
+    process_base_ = ThreadSettings{b->nice, b->io};
+  } else {
+    auto nice = kernel_.nice(self);
+    auto io = kernel_.io_priority(self);
+    process_base_ = ThreadSettings{nice ? *nice : 0, io ? *io : IoPriority{}};
+  }
 }
 
 void Job::note(uint32_t effect, const std::string& reason) {
@@ -102,9 +111,11 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
   }
   threads_registry_.adopt(tid, id_, baseline);
   auto it = std::find_if(threads_.begin(), threads_.end(), [&](const BoundThread& t) { return t.tid == tid; });
+  if (it != threads_.end()) it->follower = false;
   if (it == threads_.end()) {
     BoundThread t{};
     t.tid = tid;
+    t.follower = false;
     t.base_nice = baseline.nice;
     t.lowest_nice = kernel_.lowest_permitted_nice();
     // If this process may not lower the thread's nice back to where it
@@ -136,18 +147,82 @@ Status Job::bind_thread(pid_t tid, bool is_calling_thread, int cpu_index) {
   return Status::Ok();
 }
 
-void Job::apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed) {
+bool Job::apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed) {
   ThreadSettings want = policy_.settings_for(phase, t.base_nice, spec_.priority);
   want.nice = t.manage_nice ? std::max(want.nice, t.lowest_nice) : t.base_nice;
+  // A follower that exited is dropped, not noted: threads come and go.
+  auto failed = [&](const Status& s, uint32_t effect) {
+    if (t.follower && s.error().code == MLOS_ERR_NO_SUCH_THREAD) return true;
+    note(effect, s.error().describe());
+    return false;
+  };
   if (want.nice != t.attempted.nice) {
     *changed = true;
     t.attempted.nice = want.nice;
-    if (Status s = kernel_.set_nice(t.tid, want.nice); !s) note(MLOS_EFFECT_CPU_PRIORITY, s.error().describe());
+    if (Status s = kernel_.set_nice(t.tid, want.nice); !s && failed(s, MLOS_EFFECT_CPU_PRIORITY)) return false;
   }
   if (want.io != t.attempted.io) {
     *changed = true;
     t.attempted.io = want.io;
-    if (Status s = kernel_.set_io_priority(t.tid, want.io); !s) note(MLOS_EFFECT_IO_PRIORITY, s.error().describe());
+    if (Status s = kernel_.set_io_priority(t.tid, want.io); !s && failed(s, MLOS_EFFECT_IO_PRIORITY)) return false;
+  }
+  return true;
+}
+
+void Job::follow_free_threads() {
+  auto tids = kernel_.process_threads();
+  if (!tids) {
+    note(MLOS_EFFECT_CPU_PRIORITY, "unbound threads not followed: " + tids.error().describe());
+    return;
+  }
+  auto known = [&](pid_t tid) {
+    return std::any_of(threads_.begin(), threads_.end(), [&](const BoundThread& t) { return t.tid == tid; });
+  };
+  auto live = [&](pid_t tid) { return std::find(tids->begin(), tids->end(), tid) != tids->end(); };
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (it->follower && !live(it->tid)) {
+      (void)threads_registry_.release(it->tid, id_);
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(library_threads_, [&](pid_t tid) { return !live(tid); });
+  const int lowest = kernel_.lowest_permitted_nice();
+  for (pid_t tid : *tids) {
+    if (known(tid) || threads_registry_.baseline(tid) ||
+        std::find(library_threads_.begin(), library_threads_.end(), tid) != library_threads_.end()) {
+      continue;
+    }
+    if (kernel_.thread_name(tid).rfind("mlos-", 0) == 0) {
+      library_threads_.push_back(tid);
+      continue;
+    }
+    auto affinity = kernel_.affinity(tid);
+    auto nice = kernel_.nice(tid);
+    auto io = kernel_.io_priority(tid);
+    if (!affinity || !nice || !io) continue;  // exited since the listing
+    // A thread created by one mlOS had changed inherited its creator's
+    // settings: its own are what the process had before mlOS.
+    const ThreadSettings now{*nice, *io};
+    bool inherited = std::any_of(threads_.begin(), threads_.end(),
+                                 [&](const BoundThread& t) { return t.attempted == now; });
+    const ThreadSettings base = inherited ? process_base_ : now;
+    if (!threads_registry_.adopt_if_free(tid, id_, ThreadBaseline{*affinity, base.nice, base.io, {}})) continue;
+    BoundThread t{};
+    t.tid = tid;
+    t.follower = true;
+    t.base_nice = base.nice;
+    t.lowest_nice = lowest;
+    t.manage_nice = lowest <= base.nice;
+    if (!t.manage_nice) {
+      note(MLOS_EFFECT_CPU_PRIORITY,
+           "not managed: lowering nice needs CAP_SYS_NICE or RLIMIT_NICE (lowest permitted " +
+               std::to_string(lowest) + ", thread at " + std::to_string(base.nice) +
+               "), so raising it for a phase could not be undone");
+    }
+    t.attempted = now;
+    threads_.push_back(t);
   }
 }
 
@@ -184,13 +259,19 @@ Status Job::set_phase(mlos_training_phase_t phase) {
   if (!entered && phases_marked_) return Status::Ok();
   phases_marked_ = true;
   bool changed = false;
+  // Threads created since the last change that altered settings join now.
+  const FollowRule rule{policy_.rule(phase).nice_offset, policy_.rule(phase).io};
+  if (followed_rule_ != rule) {
+    followed_rule_ = rule;
+    follow_free_threads();
+  }
   for (auto it = threads_.begin(); it != threads_.end();) {
     // A thread bound again through another handle now belongs to that job.
-    if (!threads_registry_.owns(it->tid, id_)) {
+    if (!threads_registry_.owns(it->tid, id_) || !apply_settings(*it, phase, &changed)) {
+      if (it->follower) (void)threads_registry_.release(it->tid, id_);
       it = threads_.erase(it);
       continue;
     }
-    apply_settings(*it, phase, &changed);
     ++it;
   }
   const BufferLockAction action = policy_.rule(phase).gradients;
@@ -206,16 +287,28 @@ Result<void*> Job::alloc_checkpoint_buffer(size_t size) {
   if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
   size_t bytes = round_to_pages(size);
   if (bytes < size) return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer size overflows");
-  if (spec_.request.memory_bytes > 0 && checkpoint_bytes_ + bytes > spec_.request.memory_bytes) {
-    return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
-                      "checkpoint buffers would total " + std::to_string(checkpoint_bytes_ + bytes) +
-                          " bytes, over the job's memory_bytes " + std::to_string(spec_.request.memory_bytes));
-  }
+  if (Status b = within_budget(bytes, "checkpoint buffers"); !b) return b.error();
   auto p = kernel_.map_locked(bytes);
   if (!p) return p.error();
   checkpoint_buffers_[*p] = bytes;
   checkpoint_bytes_ += bytes;
   return *p;
+}
+
+size_t Job::pinned_bytes_locked() const {
+  size_t total = checkpoint_bytes_;
+  for (const auto& [addr, buf] : registered_) total += buf.bytes;
+  return total;
+}
+
+Status Job::within_budget(size_t more, const char* what) const {
+  const uint64_t budget = spec_.request.memory_bytes;
+  const size_t now = pinned_bytes_locked();
+  if (budget == 0 || (more <= budget && now <= budget - more)) return Status::Ok();
+  return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
+                    std::string(what) + " of " + std::to_string(more) + " bytes would bring the memory the job has " +
+                        "locked through mlOS (checkpoint buffers + registered buffers) to " +
+                        std::to_string(now + more) + " bytes, over its memory_bytes " + std::to_string(budget));
 }
 
 Status Job::free_checkpoint_buffer(void* buffer) {
@@ -277,6 +370,9 @@ Status Job::register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind) {
       return make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer overlaps one already registered");
     }
   }
+  // The library locks these (from BACKWARD on): with checkpoint buffers
+  // they are the memory it pins for the job, held to memory_bytes.
+  if (Status b = within_budget(end - start, "registered gradient buffers"); !b) return b;
   registered_[start] = Buffer{end - start, kind, false, false};
   // Registered between a BACKWARD and the next IDLE: lock now, as the
   // BACKWARD would have.
@@ -390,7 +486,7 @@ Status Job::release_locked() {
   for (auto& t : threads_) {
     auto baseline = threads_registry_.release(t.tid, id_);
     if (!baseline) continue;
-    (void)kernel_.set_affinity(t.tid, baseline->affinity);
+    if (!t.follower) (void)kernel_.set_affinity(t.tid, baseline->affinity);
     if (t.attempted.nice != baseline->nice) (void)kernel_.set_nice(t.tid, baseline->nice);
     if (!(t.attempted.io == baseline->io)) (void)kernel_.set_io_priority(t.tid, baseline->io);
     if (baseline->memory_policy && t.tid == self) (void)kernel_.set_memory_policy(*baseline->memory_policy);
@@ -420,7 +516,8 @@ Result<Job::Snapshot> Job::snapshot() const {
   s.set_phase_calls = profile_.calls();
   s.os_updates = profile_.os_updates();
   s.degraded = degraded_;
-  s.bound_threads = static_cast<int>(threads_.size());
+  s.bound_threads = static_cast<int>(
+      std::count_if(threads_.begin(), threads_.end(), [](const BoundThread& t) { return !t.follower; }));
   auto notes = notes_;
   if (watch_) {
     if (std::string w = watch_->notes(); !w.empty()) {

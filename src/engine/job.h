@@ -1,6 +1,16 @@
 // One granted allocation and everything mlOS changed on its behalf: bound
-// threads (their baselines live in ThreadRegistry), phase state and profile, locked
-// buffers, and the reasons effects were degraded. Engine-neutral: kernel
+// threads (their baselines live in ThreadRegistry), the process's other
+// threads that follow its phases, phase state and profile, locked buffers,
+// and the reasons effects were degraded.
+//
+// The job's thread set: the threads bound to it, plus every other thread of
+// the process that no job has (torch's intra-op pool, a loader thread),
+// found in /proc/self/task at each phase change whose rule differs from the
+// last one applied (so an unchanged set_phase makes no system call). Such a
+// "following" thread gets the phase's nice and I/O priority, never an
+// affinity; the library's own threads (named "mlos-*") are left out. In a
+// process with several jobs a free thread follows the first job whose phase
+// change finds it. Engine-neutral: kernel
 // calls go through os::Kernel, the claim through ClaimBroker.
 //
 // Thread-safe: every public method takes the job's mutex. After release()
@@ -95,6 +105,7 @@ class Job {
  private:
   struct BoundThread {
     pid_t tid;
+    bool follower;             // found in /proc/self/task, not bound: affinity untouched
     int base_nice;             // nice before any job (phase offsets apply to it)
     bool manage_nice;          // false when lowering nice back is not permitted
     int lowest_nice;           // targets are clamped to >= this
@@ -111,10 +122,26 @@ class Job {
   // The job's watcher, started on first use (under mu_).
   Result<std::shared_ptr<MemoryWatch>> watch_locked();
   Status release_locked();
-  void apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed);
+  // False when the thread has exited.
+  bool apply_settings(BoundThread& t, mlos_training_phase_t phase, bool* changed);
+  // Adds the process's threads that no job has as followers, and drops
+  // followers that exited (see the class comment).
+  void follow_free_threads();
+  // The follower settings rule of `phase` (nice offset, I/O): a scan of
+  // /proc/self/task happens only when it differs from followed_rule_.
+  struct FollowRule {
+    int nice_offset;
+    IoPriority io;
+    bool operator==(const FollowRule&) const = default;
+  };
   // Brings gradient buffers to gradients_locked_.
   void sync_buffer_locks(bool* changed);
   size_t round_to_pages(size_t bytes) const;
+  // Bytes of checkpoint buffers plus registered buffers (what the library
+  // allocates or locks for the job), and whether `more` of them fit in
+  // memory_bytes (INSUFFICIENT_MEMORY if not; always with no budget).
+  size_t pinned_bytes_locked() const;
+  Status within_budget(size_t more, const char* what) const;
 
   const uint64_t id_;  // unique in the process; owner key in ThreadRegistry
   const pid_t creator_pid_;
@@ -132,6 +159,12 @@ class Job {
   bool gradients_locked_ = false;  // from the first BACKWARD until IDLE
   PhaseProfile profile_;
   std::vector<BoundThread> threads_;
+  // What the process's threads had before mlOS (the requesting thread's
+  // settings at the request): the baseline of a thread that inherited
+  // settings mlOS gave its creator.
+  ThreadSettings process_base_;
+  std::optional<FollowRule> followed_rule_;
+  std::vector<pid_t> library_threads_;  // "mlos-*" threads seen, never followed
   std::map<void*, size_t> checkpoint_buffers_;
   std::map<void*, int> pinned_;          // checkpoint buffers being read by a save
   std::condition_variable unpinned_;     // signalled when pinned_ shrinks

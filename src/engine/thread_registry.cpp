@@ -20,6 +20,11 @@ void ThreadRegistry::adopt(pid_t tid, uint64_t owner, const ThreadBaseline& base
   if (!fresh) it->second.owner = owner;
 }
 
+bool ThreadRegistry::adopt_if_free(pid_t tid, uint64_t owner, const ThreadBaseline& baseline) {
+  std::lock_guard lock(mu_);
+  return threads_.try_emplace(tid, Entry{owner, baseline}).second;
+}
+
 void ThreadRegistry::record_memory_policy(pid_t tid, const os::MemoryPolicy& policy) {
   std::lock_guard lock(mu_);
   auto it = threads_.find(tid);

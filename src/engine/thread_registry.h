@@ -35,6 +35,8 @@ class ThreadRegistry {
   // Makes job `owner` the owner of `tid`; `baseline` is recorded only if no
   // job bound the thread before (else the recorded one is kept).
   void adopt(pid_t tid, uint64_t owner, const ThreadBaseline& baseline);
+  // Makes `owner` the owner of `tid` only if no job has it; false if one does.
+  bool adopt_if_free(pid_t tid, uint64_t owner, const ThreadBaseline& baseline);
   // Records the thread's memory policy before a job first changes it.
   void record_memory_policy(pid_t tid, const os::MemoryPolicy& policy);
   bool owns(pid_t tid, uint64_t owner) const;

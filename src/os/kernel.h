@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/cpu_set.h"
@@ -42,6 +43,11 @@ class Kernel {
   virtual Status set_nice(pid_t tid, int nice) = 0;
   virtual Result<IoPriority> io_priority(pid_t tid) = 0;
   virtual Status set_io_priority(pid_t tid, IoPriority prio) = 0;
+
+  // The kernel thread ids of this process's threads (/proc/self/task), in
+  // no particular order, and a thread's name (its comm; "" if it exited).
+  virtual Result<std::vector<pid_t>> process_threads() = 0;
+  virtual std::string thread_name(pid_t tid) = 0;
 
   // The calling thread's memory policy: Linux has no call for another's.
   virtual Result<MemoryPolicy> memory_policy() = 0;

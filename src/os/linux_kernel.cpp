@@ -6,7 +6,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
+#include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include "os/kernel.h"
@@ -100,6 +104,25 @@ class LinuxKernel final : public Kernel {
                   tid);
     }
     return Status::Ok();
+  }
+
+  Result<std::vector<pid_t>> process_threads() override {
+    DIR* dir = opendir("/proc/self/task");
+    if (dir == nullptr) return make_sys_error(errno, "opendir /proc/self/task");
+    std::vector<pid_t> out;
+    while (dirent* e = readdir(dir)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      out.push_back(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+    }
+    closedir(dir);
+    return out;
+  }
+
+  std::string thread_name(pid_t tid) override {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return name;
   }
 
   Result<MemoryPolicy> memory_policy() override {

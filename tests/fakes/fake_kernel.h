@@ -30,6 +30,11 @@ class FakeKernel final : public mlos::os::Kernel {
   bool fail_set_affinity = false;  // EINVAL (e.g. the cpuset shrank)
   bool fail_lock = false;       // RLIMIT_MEMLOCK
   pid_t self_tid = 1000;
+  // What process_threads() lists (empty: a process with no thread besides
+  // those a test binds, so no thread follows phases unbound) and names.
+  std::vector<pid_t> process_tids;
+  std::map<pid_t, std::string> names;
+  size_t thread_scans = 0;
   std::map<void*, size_t> mapped;
   size_t locked_bytes = 0;
 
@@ -50,6 +55,7 @@ class FakeKernel final : public mlos::os::Kernel {
   }
   mlos::Status set_nice(pid_t tid, int n) override {
     calls.push_back("set_nice " + std::to_string(tid) + " " + std::to_string(n));
+    if (!threads.count(tid)) return gone(tid);
     if (fail_set_nice) return mlos::make_sys_error(EPERM, "setpriority", MLOS_ERR_PERMISSION);
     threads[tid].nice = n;
     return {};
@@ -61,9 +67,15 @@ class FakeKernel final : public mlos::os::Kernel {
   mlos::Status set_io_priority(pid_t tid, mlos::IoPriority p) override {
     calls.push_back("set_io " + std::to_string(tid) + " " + std::to_string(p.io_class) + "/" +
                     std::to_string(p.level));
+    if (!threads.count(tid)) return gone(tid);
     threads[tid].io = p;
     return {};
   }
+  mlos::Result<std::vector<pid_t>> process_threads() override {
+    ++thread_scans;
+    return process_tids;
+  }
+  std::string thread_name(pid_t tid) override { return names.count(tid) ? names[tid] : "worker"; }
   mlos::Result<mlos::os::MemoryPolicy> memory_policy() override { return policy; }
   mlos::Status set_memory_policy(const mlos::os::MemoryPolicy& p) override {
     calls.push_back("set_mempolicy " + std::to_string(p.mode) + " " + p.nodes.to_list());

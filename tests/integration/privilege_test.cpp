@@ -104,3 +104,48 @@ TEST(Privilege, UnprivilegedProcessDegradesWithReasons) {
   });
   EXPECT_EQ(rc, 0);
 }
+
+// What an unprivileged embedded job gets, per phase, on every thread of its
+// process (the requesting thread and one created after the request): the
+// I/O priority of the phase table, and no nice change (with RLIMIT_NICE 0 a
+// raised nice could never be lowered back, so no phase raises it; the job's
+// CPU priority comes from mlosd's cgroup weight in daemon mode).
+TEST(Privilege, UnprivilegedJobGetsEachPhasesIoPriorityOnEveryThreadAndNoNiceChange) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to user nobody";
+  struct rlimit nice_limit {};
+  getrlimit(RLIMIT_NICE, &nice_limit);
+  if (nice_limit.rlim_cur != 0) GTEST_SKIP() << "the statement below is for RLIMIT_NICE 0";
+  int rc = as_nobody([&](ChildProcess& self) {
+    int failures = 0;
+    mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
+                                            .priority = 0, .exclusive_cpus = false};
+    mlos_training_resources_t* r = nullptr;
+    CHILD_EXPECT(mlos_training_request_resources(&req, &r) == MLOS_OK);
+    if (r == nullptr) return 1;
+    WorkerThread late;  // created after the request, never bound
+    const int base = task_nice(late.tid());
+    struct Got {
+      mlos_training_phase_t phase;
+      int io_class, io_level;
+    };
+    const Got table[] = {{MLOS_TRAINING_PHASE_IDLE, 3, 0},     {MLOS_TRAINING_PHASE_DATA_LOADING, 2, 0},
+                         {MLOS_TRAINING_PHASE_FORWARD, 2, 4},  {MLOS_TRAINING_PHASE_BACKWARD, 2, 4},
+                         {MLOS_TRAINING_PHASE_OPTIMIZER, 2, 4}, {MLOS_TRAINING_PHASE_CHECKPOINT, 2, 0}};
+    for (const Got& g : table) {
+      CHILD_EXPECT(mlos_training_set_phase(r, g.phase) == MLOS_OK);
+      for (pid_t tid : {late.tid(), current_tid()}) {
+        CHILD_EXPECT(task_nice(tid) == base);
+        CHILD_EXPECT(task_ioprio(tid).io_class == g.io_class);
+        CHILD_EXPECT(task_ioprio(tid).level == g.io_level);
+      }
+    }
+    mlos_training_placement_t pl = {.struct_size = sizeof pl};
+    CHILD_EXPECT(mlos_training_get_placement(r, &pl) == MLOS_OK);
+    CHILD_EXPECT((pl.degraded_effects & MLOS_EFFECT_CPU_PRIORITY) != 0);
+    CHILD_EXPECT((pl.degraded_effects & MLOS_EFFECT_IO_PRIORITY) == 0);
+    CHILD_EXPECT(mlos_training_release_resources(r) == MLOS_OK);
+    CHILD_EXPECT(task_ioprio(late.tid()).io_class == 0);  // restored
+    return failures;
+  });
+  EXPECT_EQ(rc, 0);
+}

@@ -1,5 +1,6 @@
 // The promise that a phase change whose OS settings do not change costs no
-// system call, checked by the kernel itself: the calls run in a child under
+// system call (not even a listing of /proc/self/task for threads created
+// since the last change), checked by the kernel itself: the calls run in a child under
 // a seccomp filter (libseccomp) that kills the process on any system call
 // but write and exit. (Strict mode cannot be used: it disables the TSC that
 // the vDSO clock reads.)
@@ -41,6 +42,9 @@ TEST(SyscallFreePhase, UnchangedSettingsMakeNoSystemCall) {
     if (mlos_training_bind_thread(res, pthread_self(), 0) != MLOS_OK) _exit(3);
     mlos_training_set_phase(res, MLOS_TRAINING_PHASE_FORWARD);
     mlos_training_set_phase(res, MLOS_TRAINING_PHASE_OPTIMIZER);  // warm every path once
+    // Threads created since the last change join the job at the next change
+    // that alters settings, not at these unchanged ones.
+    WorkerThread late1, late2;
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
     if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(exit), 0) != 0 ||
         seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(exit_group), 0) != 0 ||
