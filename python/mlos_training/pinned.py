@@ -64,10 +64,9 @@ class LockedBuffer:
         """Unlocks and unmaps the buffer and returns its bytes to the job's
         budget. MLOSError(INVALID_ARGUMENT) while tensors or memoryviews of
         it are alive; MLOSError(INVALID_HANDLE) once freed or released."""
-        mem = self._memory()
-        if self.in_use():
+        if self.in_use():  # before any local reference to the memory object
             raise invalid_argument("locked buffer is still in use by tensors or memoryviews; delete them first")
-        check(_core.free_checkpoint_buffer(self._res.handle, mem.address))
+        check(_core.free_checkpoint_buffer(self._res.handle, self._memory().address))
         self._res._buffers.discard(self)
         self._mem = None
 
