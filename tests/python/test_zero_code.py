@@ -71,7 +71,7 @@ def test_host_time_after_the_optimizer_step_is_not_optimizer_time(tmp_path):
                            env=clean_env(tmp_path), capture_output=True, text=True, timeout=180)
         assert r.returncode == 0, r.stderr[-3000:]
         seconds[pause] = profile_seconds(r.stderr)
-        assert profile_entries(r.stderr)["OPTIMIZER"] == 60, r.stderr
+        entries = profile_entries(r.stderr)
+        assert entries["OPTIMIZER"] == 60 and entries["IDLE"] == 60, r.stderr  # each step ends in IDLE
     paused = 60 * 0.01
-    assert seconds[0.01]["IDLE"] - seconds[0.0]["IDLE"] > 0.5 * paused, seconds  # where the pauses went
     assert abs(seconds[0.01]["OPTIMIZER"] - seconds[0.0]["OPTIMIZER"]) < 0.25 * paused, seconds
