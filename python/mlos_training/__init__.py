@@ -47,11 +47,14 @@ class Resources:
     """An allocation (mlos_training_resources_t). Release it with
     release_resources(); it is also usable as a context manager."""
 
-    __slots__ = ("_handle", "_callbacks", "__weakref__")
+    __slots__ = ("_handle", "_callbacks", "_buffers", "_registered", "_closers", "__weakref__")
 
     def __init__(self, handle):
         self._handle = handle
         self._callbacks = []
+        self._buffers = set()  # LockedBuffers not yet freed
+        self._registered = {}  # address -> storage of registered tensors (kept alive)
+        self._closers = []  # run before release: writers whose saves use this allocation's memory
         _live.add(self)
 
     @property
@@ -109,6 +112,40 @@ class Resources:
         check(rc)
         return info
 
+    def alloc_checkpoint_buffer(self, size):
+        """`size` bytes of memory, prefaulted and locked (VmLck), counted
+        against memory_bytes when that is not 0: a LockedBuffer, whose
+        .tensor() and .memoryview() use it without a copy. Raises MLOSError:
+        LOCK_LIMIT (RLIMIT_MEMLOCK without CAP_IPC_LOCK; never an unlocked
+        buffer), INSUFFICIENT_MEMORY (over the job's memory_bytes),
+        INVALID_ARGUMENT (size 0 or out of range), NO_MEMORY."""
+        from .pinned import alloc_checkpoint_buffer
+        return alloc_checkpoint_buffer(self, size)
+
+    def register_buffer(self, tensor, kind=None):
+        """Registers a CPU tensor's whole storage as a gradient buffer
+        (mlos_training_register_buffer, MLOS_BUFFER_GRADIENT): locked on the
+        first BACKWARD, kept through OPTIMIZER and CHECKPOINT, unlocked at
+        IDLE, unregister and release. The storage is kept alive until then.
+        A lock the kernel refuses does not fail the phase change: it is a
+        note (notes(), placement()["degraded_effects"]). Raises MLOSError
+        (INVALID_ARGUMENT: empty, overlapping a registered buffer, not on
+        the CPU), TypeError for a non-tensor."""
+        from .pinned import BUFFER_GRADIENT, register_buffer
+        register_buffer(self, tensor, BUFFER_GRADIENT if kind is None else kind)
+
+    def unregister_buffer(self, tensor):
+        """Unlocks and forgets a tensor registered with register_buffer.
+        MLOSError(INVALID_ARGUMENT) if it is not registered."""
+        from .pinned import unregister_buffer
+        unregister_buffer(self, tensor)
+
+    def notes(self):
+        """Why effects were degraded: "effect: reason" lines (e.g. memlock)."""
+        rc, text = _core.notes(self._handle)
+        check(rc)
+        return text
+
     def __enter__(self):
         return self
 
@@ -165,12 +202,19 @@ def release_resources(res):
     group closed. Releasing twice raises MLOSError(INVALID_HANDLE)."""
     if not res.handle:
         raise MLOSError(CODES["INVALID_HANDLE"], "resources already released")
+    while res._closers:  # asynchronous checkpoint writes finish before their staging goes
+        res._closers.pop()()
     for fn in list(res._callbacks):  # our references to them go only once they cannot run
         _core.unregister_memory_callback(res.handle, fn)
     res._callbacks.clear()
     handle, res._handle = res._handle, 0
     _live.discard(res)
-    check(_core.release_resources(handle))
+    rc = _core.release_resources(handle)
+    buffers, res._buffers = res._buffers, set()
+    for buf in buffers:  # freed by the library; views still alive keep valid memory
+        buf._released()
+    res._registered.clear()
+    check(rc)
 
 
 def bind_current_thread(res, cpu_index=-1):

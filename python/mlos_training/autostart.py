@@ -15,7 +15,8 @@ imports torch; right after torch's import:
     size is kept;
   - global hooks mark phases for every model and optimizer: FORWARD when an
     outermost module's forward starts, BACKWARD when backward reaches its
-    output, OPTIMIZER at each optimizer step, DATA_LOADING at each
+    output, OPTIMIZER during each optimizer step (IDLE once it returns, so
+    host time after a step is not counted as OPTIMIZER), DATA_LOADING at each
     DataLoader fetch;
   - at exit the context is released, which prints the phase profile when
     MLOS_PROFILE is set (`mlos run --profile`).
@@ -31,7 +32,7 @@ import os
 import sys
 import threading
 
-from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER, allowed_cpus
+from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_IDLE, PHASE_OPTIMIZER, allowed_cpus
 from .context import MLOSTrainingContext
 from .errors import MLOSError
 
@@ -78,7 +79,7 @@ def _mark(phase):
 
 def _install_hooks(torch):
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
     from .pytorch.phases import mark_backward_when_reached
@@ -97,6 +98,9 @@ def _install_hooks(torch):
         _state.outer = None  # a forward that raised leaves no stale outermost module
         _mark(PHASE_OPTIMIZER)
 
+    def after_step(optimizer, args, kwargs):
+        _mark(PHASE_IDLE)  # the step's work ends here, not at the next phase mark
+
     original_next = _BaseDataLoaderIter.__next__
 
     def next_batch(self):
@@ -107,6 +111,7 @@ def _install_hooks(torch):
     register_module_forward_pre_hook(before_forward)
     register_module_forward_hook(after_forward)
     register_optimizer_step_pre_hook(before_step)
+    register_optimizer_step_post_hook(after_step)
     _BaseDataLoaderIter.__next__ = next_batch
 
 

@@ -25,6 +25,8 @@
 #include <mlos/version.h>
 
 #include "caller_store.h"
+#include "checkpoint_binding.h"
+#include "locked_memory.h"
 #include "memory_callbacks.h"
 
 namespace nb = nanobind;
@@ -193,6 +195,9 @@ NB_MODULE(_core, m) {
   m.def("memory_pressure", &mlos_python::memory_pressure);
   m.def("set_collective_store", &set_store);
   m.def("set_collective_options", &set_options, "handle"_a, "timeout_ms"_a, "group"_a);
+
+  mlos_python::bind_locked_memory(m);
+  mlos_python::bind_checkpoint(m);
 
   m.def("last_error_message", [] { return std::string(mlos_last_error_message()); });
   m.def("strerror", [](int code) { return std::string(mlos_strerror(code)); });

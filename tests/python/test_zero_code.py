@@ -50,3 +50,28 @@ def test_no_python_hooks_turns_it_off(tmp_path):
                        env=clean_env(tmp_path), capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads(r.stdout.strip().splitlines()[-1])["hooked"] is False
+
+
+def profile_seconds(stderr):
+    """{phase: seconds} from the table MLOS_PROFILE prints."""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^  ([A-Z_]+)\s+([\d.]+)\s+[\d.]+%\s+(\d+)$",
+                                                               stderr, re.M)}
+
+
+def test_host_time_after_the_optimizer_step_is_not_optimizer_time(tmp_path):
+    """A pause after each step (60 steps x 10 ms) used to be counted as
+    OPTIMIZER until the next phase began. Now the step's post-hook ends
+    it: OPTIMIZER seconds differ by far less than the pauses add up to
+    (before the fix the difference was the whole 0.6 s; the bound leaves
+    room for a loaded machine preempting the steps themselves)."""
+    seconds = {}
+    for pause in (0.0, 0.01):
+        r = subprocess.run([mlos_cli(), "run", "--cpus", "1", "--profile", "--", sys.executable,
+                            str(HERE / "pause_after_step.py"), str(pause)],
+                           env=clean_env(tmp_path), capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr[-3000:]
+        seconds[pause] = profile_seconds(r.stderr)
+        entries = profile_entries(r.stderr)
+        assert entries["OPTIMIZER"] == 60 and entries["IDLE"] == 60, r.stderr  # each step ends in IDLE
+    paused = 60 * 0.01
+    assert abs(seconds[0.01]["OPTIMIZER"] - seconds[0.0]["OPTIMIZER"]) < 0.25 * paused, seconds

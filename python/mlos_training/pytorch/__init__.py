@@ -9,10 +9,14 @@
             opt.step()                                                       # OPTIMIZER (hook)
         with mlos_checkpoint(ctx):
             torch.save(model.state_dict(), "model.pt")                       # CHECKPOINT, atomic
+        pending = AsyncCheckpointer("ckpt/", ctx).save(model.state_dict())   # stalls for one copy
+        pending.wait()                                                       # durable
 """
 from ..context import MLOSTrainingContext, current
+from .async_checkpoint import AsyncCheckpointer, PendingSave, load_checkpoint
 from .checkpoint import mlos_checkpoint
 from .data import MLOSDataLoader
 from .phases import attach_phase_hooks
 
-__all__ = ["MLOSDataLoader", "MLOSTrainingContext", "mlos_checkpoint", "attach_phase_hooks", "current"]
+__all__ = ["MLOSDataLoader", "MLOSTrainingContext", "mlos_checkpoint", "attach_phase_hooks", "current",
+           "AsyncCheckpointer", "PendingSave", "load_checkpoint"]
