@@ -15,8 +15,8 @@ imports torch; right after torch's import:
     size is kept;
   - global hooks mark phases for every model and optimizer: FORWARD when an
     outermost module's forward starts, BACKWARD when backward reaches its
-    output, OPTIMIZER during each optimizer step (IDLE once it returns, so
-    host time after a step is not counted as OPTIMIZER), DATA_LOADING at each
+    output, OPTIMIZER during each optimizer step (DATA_LOADING once it returns,
+    so host time after a step is not counted as OPTIMIZER), DATA_LOADING at each
     DataLoader fetch;
   - at exit the context is released, which prints the phase profile when
     MLOS_PROFILE is set (`mlos run --profile`).
@@ -32,7 +32,7 @@ import os
 import sys
 import threading
 
-from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_IDLE, PHASE_OPTIMIZER, allowed_cpus
+from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER, allowed_cpus
 from .context import MLOSTrainingContext
 from .errors import MLOSError
 
@@ -99,7 +99,12 @@ def _install_hooks(torch):
         _mark(PHASE_OPTIMIZER)
 
     def after_step(optimizer, args, kwargs):
-        _mark(PHASE_IDLE)  # the step's work ends here, not at the next phase mark
+        # The step's work ends here, not at the next phase mark. What follows
+        # until the next forward is the loop getting its next batch (the
+        # DataLoader hook marks the same phase, so such a loop pays no extra
+        # change): DATA_LOADING, not IDLE, which would lower the job's
+        # priority and unlock its gradient buffers at every step.
+        _mark(PHASE_DATA_LOADING)
 
     original_next = _BaseDataLoaderIter.__next__
 

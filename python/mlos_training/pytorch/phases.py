@@ -6,12 +6,13 @@ the training loop.
   BACKWARD   a hook on the forward's output tensor, which autograd calls
              when the gradient reaches it, i.e. when backward starts
   OPTIMIZER  an optimizer step pre-hook, ended by a step post-hook that
-             enters IDLE: host time after the step (logging, a pause,
-             zero_grad) is not counted as OPTIMIZER
+             enters DATA_LOADING (the loop's wait for its next batch):
+             host time after the step (logging, a pause, zero_grad) is not
+             counted as OPTIMIZER
 DATA_LOADING is marked by MLOSDataLoader, CHECKPOINT by mlos_checkpoint.
 Each hook is one set_phase call (about a microsecond from Python; no
 system call when the phase's OS settings do not change)."""
-from .. import PHASE_BACKWARD, PHASE_FORWARD, PHASE_IDLE, PHASE_OPTIMIZER
+from .. import PHASE_BACKWARD, PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER
 
 
 def _first_grad_tensor(out):
@@ -51,5 +52,7 @@ def attach_phase_hooks(ctx, model=None, optimizer=None):
         handles.append(model.register_forward_hook(after_forward))
     if optimizer is not None:
         handles.append(optimizer.register_step_pre_hook(lambda opt, args, kwargs: ctx.mark(PHASE_OPTIMIZER)))
-        handles.append(optimizer.register_step_post_hook(lambda opt, args, kwargs: ctx.mark(PHASE_IDLE)))
+        # The step ends at its post-hook; until the next forward the loop gets
+        # its next batch (see autostart.after_step for why not IDLE).
+        handles.append(optimizer.register_step_post_hook(lambda opt, args, kwargs: ctx.mark(PHASE_DATA_LOADING)))
     return handles
