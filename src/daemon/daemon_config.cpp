@@ -42,6 +42,28 @@ Status DaemonConfig::merge(const json& c) {
         if (!std::set<std::string>{"auto", "v1", "v2", "none"}.count(next.cgroups)) {
           throw std::invalid_argument("cgroups must be auto, v1, v2 or none");
         }
+      } else if (key == "confine") {
+        next.confine_cgroups.clear();
+        if (v.is_string()) {
+          next.confine = v.get<std::string>();
+          if (next.confine != "node" && next.confine != "off") {
+            throw std::invalid_argument("confine must be \"node\", \"off\" or a list of cgroups");
+          }
+        } else if (v.is_array() && !v.empty()) {
+          next.confine = "list";
+          for (const auto& e : v) {
+            const std::string cg = str(e, "confine[]");
+            if (cg.empty() || cg.front() == '/' || cg.back() == '/' || cg.find("..") != std::string::npos ||
+                cg.find("//") != std::string::npos) {
+              throw std::invalid_argument("confine: \"" + cg + "\" is not a relative cgroup path without '..'");
+            }
+            next.confine_cgroups.push_back(cg);
+          }
+        } else {
+          throw std::invalid_argument("confine must be \"node\", \"off\" or a non-empty list of cgroups");
+        }
+      } else if (key == "confine_group") {
+        next.confine_group = str(v, "confine_group");
       } else if (key == "ledger_dir") {
         next.ledger_dir = str(v, "ledger_dir");
         if (!next.ledger_dir.empty() && next.ledger_dir[0] != '/') {
@@ -108,6 +130,8 @@ json DaemonConfig::to_json() const {
               {"cgroups", cgroups},
               {"cgroup_base", cgroup_base},
               {"ledger_dir", ledger_dir},
+              {"confine", confine == "list" ? json(confine_cgroups) : json(confine)},
+              {"confine_group", confine_group},
               {"metrics_listen", metrics_listen},
               {"metrics_textfile", metrics_textfile},
               {"sample_interval_ms", sample_interval_ms},

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,16 @@ struct DaemonConfig {
   // (root's default, where `mlos run` and the library write when mlosd is
   // down); "" follows none.
   std::string ledger_dir = "/run/mlos";
+  // Exclusive CPUs kept from every other process (daemon/confinement.h):
+  // "node" (the root cgroup's processes and every other top-level cgroup),
+  // "off", or a list of cgroups (relative paths) to narrow; in the file,
+  // "confine" is "node", "off" or that list.
+  std::string confine = "node";
+  std::vector<std::string> confine_cgroups;
+  // Whose exclusive jobs confine others besides root's: members of this
+  // group; "*" for every user (their exclusive-CPU quota bounds them), ""
+  // for root only.
+  std::string confine_group = "mlos";
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
   std::string metrics_textfile;      // node_exporter textfile path, "" for none
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights

@@ -162,6 +162,7 @@ void JobManager::book(const JobRecord& r, int sign) {
   };
   if (link(children_, r.parent)) nested_usage_.erase(r.parent);
   link(guests_, r.host);
+  if (r.confines) confining_ = sign > 0 ? confining_ | r.cpus : confining_.minus(r.cpus);
   if (r.ledger_claim != 0) {
     if (sign > 0) {
       adopted_[r.ledger_claim] = r.id;
@@ -278,6 +279,9 @@ Result<std::vector<std::string>> JobManager::recover() {
   // Claims made in the embedded ledger while mlosd was down.
   const std::vector<std::string> from_ledger = follow_ledger();
   report.insert(report.end(), from_ledger.begin(), from_ledger.end());
+  // What a previous mlosd confined (Confinement::load, by the caller),
+  // reconciled with the jobs adopted: re-applied or undone.
+  confine();
   // A fresh snapshot of what was adopted; the journal starts empty.
   if (!plan.prune.empty() || loaded->has_value()) {
     if (Status s = write_snapshot(); !s) return s.error();
@@ -464,6 +468,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.memory_bytes = req->memory_bytes;
   r.priority = x.priority;
   r.envelope = x.envelope;
+  r.confines = !nested && confines(r);
   r.label = x.label.empty() ? "pid-" + std::to_string(owner->pid) : x.label;
   r.created_unix = d_.now_unix();
   if (page.valid()) {
@@ -505,6 +510,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     forget(live.record.id, "state file not saved");
     return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
   }
+  confine();
   json reply{{"job", live.record.id},
              {"cpus", live.record.cpus.to_list()},
              {"cpu_order", placement->cpus},
@@ -533,7 +539,9 @@ Status JobManager::release(const os::PeerCredentials& peer, uint64_t job) {
   auto j = owned_job(peer, job);
   if (!j) return j.error();
   forget(job, "released");
-  return persist_removal({job});
+  Status s = persist_removal({job});
+  confine();
+  return s;
 }
 
 Status JobManager::set_phase(const os::PeerCredentials& peer, uint64_t job, int phase) {
@@ -608,10 +616,11 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
       Live& child = jobs_.at(id);
       book(child.record, -1);
       child.record.parent = 0;
+      child.record.confines = confines(child.record);
       bool contended = child.record.cpus.intersects(usage_.exclusive);
       for (int cpu : child.record.cpus.to_vector()) contended = contended || usage_.load(cpu) > 0;
       if (child.record.exclusive && contended) {
-        child.record.exclusive = false;
+        child.record.exclusive = child.record.confines = false;
         child.notes.push_back("its envelope (job " + std::to_string(gone.id) +
                               ") ended and other jobs use its CPUs: no longer exclusive");
       }
@@ -786,6 +795,7 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
   } else if (registry_behind_) {
     compact_if_due();
   }
+  confine();
   return pruned;
 }
 
@@ -797,7 +807,19 @@ std::vector<uint64_t> JobManager::owner_exited(const std::vector<uint64_t>& jobs
     pruned.push_back(job);
   }
   if (!pruned.empty()) (void)persist_removal(pruned);  // one entry for all of them
+  confine();
   return pruned;
+}
+
+bool JobManager::confines(const JobRecord& r) const {
+  return r.exclusive && r.parent == 0 && d_.confinement && (r.uid == 0 || (d_.may_confine && d_.may_confine(r.uid)));
+}
+
+void JobManager::confine() {
+  if (!d_.confinement) return;
+  d_.confinement->update(d_.allowed, confining_);
+  // New processes in the root cgroup, once a second at the default tick.
+  if (++ticks_ % 10 == 0) d_.confinement->sweep();
 }
 
 void JobManager::set_owner_watched(uint64_t job, bool watched) {
@@ -890,6 +912,7 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"nested_in", j.record.parent == 0 ? json(nullptr) : json(j.record.parent)},
              {"host", j.record.host == 0 ? json(nullptr) : json(j.record.host)},
              {"envelope", j.record.envelope},
+             {"exclusive_scope", !j.record.exclusive ? json(nullptr) : json(j.record.confines ? "node" : "mlos")},
              {"source", j.record.ledger_claim != 0 ? "ledger" : "daemon"},
              {"cpu_weight", j.weight},
              {"notes", j.notes}};
@@ -904,6 +927,12 @@ json JobManager::status(uint64_t after, size_t limit) const {
               {"exclusive_cpus", usage_.exclusive.to_list()},
               {"shared_pool", d_.allowed.minus(usage_.exclusive).to_list()},
               {"cgroups", cgroup_version_},
+              {"confinement", d_.confinement ? d_.confinement->status()
+                                             : json{{"mode", "off"},
+                                                    {"active", false},
+                                                    {"reason", d_.cgroups ? "confinement is off"
+                                                                          : "mlosd runs without cgroups: exclusive "
+                                                                            "CPUs are exclusive among mlOS jobs only"}}},
               {"total_jobs", jobs_.size()},
               {"next_after", more ? json(std::prev(it)->first) : json(nullptr)},
               {"jobs", jobs}};

@@ -32,6 +32,7 @@
 #include "core/status.h"
 #include "core/topology.h"
 #include "daemon/arbitration_policy.h"
+#include "daemon/confinement.h"
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
@@ -76,6 +77,11 @@ struct JobManagerDeps {
   // (LedgerFollower), nullopt when it did not; null: mlosd follows no
   // ledger. See follow_ledger().
   std::function<std::optional<Result<ClaimLedger>>()> ledger_changes;
+  // Keeps other processes off the CPUs of exclusive jobs that confine
+  // (JobRecord::confines); null: exclusive only among mlOS's jobs.
+  std::shared_ptr<Confinement> confinement;
+  // Whether jobs of `uid` may confine others (root always may).
+  std::function<bool(uint32_t uid)> may_confine;
   // Maps descriptor `fd` of process `owner` (its phase page) into mlosd.
   std::function<Result<os::UniqueFd>(const ProcessId& owner, int fd)> fetch_fd;
   std::function<uint64_t()> now_ns;                 // monotonic
@@ -225,6 +231,11 @@ class JobManager {
   // The job `who` runs inside, if any: the job whose cgroup holds it, else
   // the innermost envelope owned by it or an ancestor.
   Live* enclosing_job(const ProcessId& who);
+  // Whether an exclusive job of the node owned by `uid` confines others.
+  bool confines(const JobRecord& r) const;
+  // Brings the node's confinement in line with the jobs (end of every
+  // operation that may change them; cheap when nothing changed).
+  void confine();
   JobSample sample(const Live& job) const;
   // The cgroup the job's process is in: its own, or its parent's or host's.
   std::string cgroup_of(const Live& job) const;
@@ -240,6 +251,8 @@ class JobManager {
   std::map<uint64_t, std::set<uint64_t>> guests_;     // host -> guest jobs
   std::set<std::pair<int, uint64_t>> envelopes_;      // (owner pid, job) of envelope jobs
   std::map<uint64_t, uint64_t> adopted_;              // ledger claim id -> job
+  CpuSet confining_;                                  // CPUs of jobs that confine others
+  uint64_t ticks_ = 0;
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;

@@ -75,6 +75,7 @@ std::vector<std::string> JobManager::follow_ledger() {
       j.notes.push_back("booked as shared: CPUs " + (r.cpus & u.exclusive).to_list() +
                         " were already granted exclusively to another job");
     }
+    r.confines = confines(r);
     if (!(c->cpus & d_.allowed).count()) j.notes.push_back("its CPUs " + c->cpus.to_list() + " are outside mlosd's");
     ++next_id_;
     auto [it, inserted] = jobs_.emplace(r.id, std::move(j));

@@ -39,7 +39,8 @@ json JobRecord::to_json() const {
               {"parent", parent},
               {"host", host},
               {"envelope", envelope},
-              {"ledger_claim", ledger_claim}};
+              {"ledger_claim", ledger_claim},
+              {"confines", confines}};
 }
 
 namespace {
@@ -83,6 +84,7 @@ JobRecord record_from(const json& j) {
   // Added with one book (mlos run through mlosd): optional.
   rec.envelope = j.contains("envelope") ? j.at("envelope").get<bool>() : false;
   rec.ledger_claim = j.contains("ledger_claim") ? non_negative_field(j, "ledger_claim") : 0;
+  rec.confines = j.contains("confines") ? j.at("confines").get<bool>() : false;
   if (rec.parent == rec.id || rec.host == rec.id || (rec.parent != 0 && rec.host != 0)) {
     throw std::invalid_argument("job " + std::to_string(rec.id) + " has an impossible parent/host");
   }

@@ -54,6 +54,10 @@ struct JobRecord {
   // that it books its CPUs; it ends when the claim leaves the ledger or its
   // owner exits. The claim's id in the ledger.
   uint64_t ledger_claim = 0;
+  // An exclusive job of the node (not nested) whose owner may keep every
+  // other process off its CPUs (root, or the configured group): its CPUs
+  // leave the pool of unmanaged processes too (daemon/confinement.h).
+  bool confines = false;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

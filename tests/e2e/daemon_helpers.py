@@ -61,7 +61,8 @@ class Client:
 
 
 class Daemon:
-    def __init__(self, tmp_path: Path, cgroups="none", extra_args=()):
+    def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off"):
+        self.confine = confine
         self.dir = tmp_path
         self.socket = tmp_path / "mlosd.sock"
         self.state_dir = tmp_path / "state"
@@ -81,6 +82,11 @@ class Daemon:
              # The embedded ledger of this test's clients (client_env's
              # MLOS_RUNTIME_DIR), never the node's /run/mlos.
              "--ledger-dir", str(self.dir)]
+        # Node-wide confinement moves every unmanaged process of the machine
+        # (other tests' included): off unless a test asks (confine=None
+        # leaves it to the test's config file).
+        if self.confine is not None:
+            a += ["--confine", self.confine]
         if self.base:
             a += ["--cgroup-base", self.base]
         return a + self.extra_args

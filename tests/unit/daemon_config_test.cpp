@@ -25,6 +25,8 @@ json full_config() {
               {"cgroups", "v2"},
               {"cgroup_base", "system.slice/mlos"},
               {"ledger_dir", "/tmp/mlos-test/run"},
+              {"confine", {"system.slice", "user.slice"}},
+              {"confine_group", "trainers"},
               {"metrics_listen", ""},
               {"metrics_textfile", "/var/lib/node_exporter/mlos.prom"},
               {"sample_interval_ms", 50},
@@ -77,6 +79,9 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_EQ(c.cgroups, "v2");
   EXPECT_EQ(c.cgroup_base, "system.slice/mlos");
   EXPECT_EQ(c.ledger_dir, "/tmp/mlos-test/run");
+  EXPECT_EQ(c.confine, "list");
+  EXPECT_EQ(c.confine_cgroups, (std::vector<std::string>{"system.slice", "user.slice"}));
+  EXPECT_EQ(c.confine_group, "trainers");
   EXPECT_EQ(c.metrics_listen, "");
   EXPECT_EQ(c.metrics_textfile, "/var/lib/node_exporter/mlos.prom");
   EXPECT_EQ(c.sample_interval_ms, 50);
@@ -154,6 +159,12 @@ TEST_F(DaemonConfigRejectTest, CgroupBaseEscapingUpwards) {
   expect_rejected({{"cgroup_base", "mlos/../../etc"}}, "cgroup_base");
 }
 
+TEST_F(DaemonConfigRejectTest, ConfineOtherThanNodeOffOrAList) {
+  expect_rejected({{"confine", "all"}}, "confine");
+  expect_rejected({{"confine", nlohmann::json::array()}}, "confine");
+  expect_rejected({{"confine", {"../etc"}}}, "confine");
+  expect_rejected({{"confine", {"/system.slice"}}}, "confine");
+}
 TEST_F(DaemonConfigRejectTest, RelativeLedgerDir) { expect_rejected({{"ledger_dir", "run/mlos"}}, "ledger_dir"); }
 TEST_F(DaemonConfigRejectTest, AbsoluteCgroupBase) { expect_rejected({{"cgroup_base", "/mlos"}}, "cgroup_base"); }
 

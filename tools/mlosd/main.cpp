@@ -1,5 +1,7 @@
 // mlosd: the mlOS node daemon. See docs/daemon.md.
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -7,13 +9,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 #include <prometheus/exposer.h>
 
+#include "daemon/confinement.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_config.h"
 #include "daemon/job_manager.h"
@@ -27,6 +32,7 @@
 #include "os/kernel.h"
 #include "os/memory_sources.h"
 #include "os/process_handle.h"
+#include "os/process_facts.h"
 #include "os/process_info.h"
 
 namespace {
@@ -52,6 +58,44 @@ Result<std::shared_ptr<os::CgroupDriver>> cgroup_driver(const d::DaemonConfig& c
                                                       (*driver)->version());
   }
   return std::shared_ptr<os::CgroupDriver>(std::move(*driver));
+}
+
+// The node-wide confinement of exclusive CPUs (daemon/confinement.h), on
+// the cpuset hierarchy `driver` manages; null when configured off.
+Result<std::shared_ptr<d::Confinement>> make_confinement(const d::DaemonConfig& c, const os::CgroupDriver& driver) {
+  if (c.confine == "off") return std::shared_ptr<d::Confinement>();
+  auto mountinfo = os::read_whole_file("/proc/self/mountinfo");
+  if (!mountinfo || !mountinfo->has_value()) return mlos::make_error(MLOS_ERR_SYSTEM, "cannot read /proc/self/mountinfo");
+  const os::CgroupMounts m = os::parse_cgroup_mounts(**mountinfo);
+  const bool v2 = driver.version() == "v2";
+  const std::string root = v2 ? m.unified : m.cpuset;
+  if (root.empty()) return mlos::make_error(MLOS_ERR_UNSUPPORTED, "no cpuset hierarchy to confine processes with");
+  d::ConfinementConfig cc;
+  cc.mode = c.confine;
+  cc.cgroups = c.confine_cgroups;
+  cc.base = c.cgroup_base;
+  cc.v2 = v2;
+  return std::make_shared<d::Confinement>(cc, std::make_shared<os::LinuxCgroupFs>(root), c.state_dir,
+                                          [](pid_t pid) { return os::read_process_facts(pid); });
+}
+
+// Root, and members of `group` ("*": everyone; "": nobody else), may
+// confine the node's other processes with their exclusive jobs.
+bool may_confine(const std::string& group, uint32_t uid) {
+  if (uid == 0 || group == "*") return true;
+  if (group.empty()) return false;
+  const struct group* g = getgrnam(group.c_str());
+  const struct passwd* pw = getpwuid(uid);
+  if (g == nullptr || pw == nullptr) return false;
+  const gid_t want = g->gr_gid;
+  int n = 64;
+  std::vector<gid_t> gids(n);
+  if (getgrouplist(pw->pw_name, pw->pw_gid, gids.data(), &n) < 0) {
+    gids.resize(n);
+    if (getgrouplist(pw->pw_name, pw->pw_gid, gids.data(), &n) < 0) return false;
+  }
+  gids.resize(n);
+  return std::find(gids.begin(), gids.end(), want) != gids.end();
 }
 
 // A descriptor of another process, duplicated into mlosd (pidfd_getfd(2),
@@ -133,7 +177,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", MLOS_VERSION_STRING);
   std::string config_path;
   bool check_config = false, quarantine = false;
-  std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir;
+  std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir, confine;
   int sample_ms = 0;
   app.add_option("-c,--config", config_path, "JSON config file (keys in docs/daemon.md); flags override it");
   app.add_flag("--check-config", check_config,
@@ -141,6 +185,9 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "Control socket path (default /run/mlos/mlosd.sock)");
   app.add_option("--state-dir", state_dir, "Directory of the durable job registry (default /var/lib/mlos)");
   app.add_option("--cgroups", cgroups, "auto | v1 | v2 | none (default auto)");
+  app.add_option("--confine", confine,
+                 "Keep other processes off exclusive CPUs: node | off (default node; a list of cgroups: config "
+                 "file)");
   app.add_option("--ledger-dir", ledger_dir,
                  "Runtime directory of the embedded claim ledger whose claims mlosd adopts (default /run/mlos; "
                  "'' none)");
@@ -175,6 +222,7 @@ int main(int argc, char** argv) {
   if (!cgroups.empty()) flags["cgroups"] = cgroups;
   if (!cgroup_base.empty()) flags["cgroup_base"] = cgroup_base;
   if (app.count("--ledger-dir")) flags["ledger_dir"] = ledger_dir;
+  if (!confine.empty()) flags["confine"] = confine;
   if (app.count("--metrics-listen")) flags["metrics_listen"] = metrics_listen;
   if (!metrics_textfile.empty()) flags["metrics_textfile"] = metrics_textfile;
   if (sample_ms != 0) flags["sample_interval_ms"] = sample_ms;
@@ -210,6 +258,21 @@ int main(int argc, char** argv) {
   if (!topology) return fail(topology.error().describe());
   auto allowed = os::linux_kernel().affinity(getpid());
   if (!allowed) return fail(allowed.error().describe());
+  // What a previous mlosd confined: reconciled once the jobs are recovered.
+  // The CPUs it kept from everyone are still the node's, though this
+  // process (started inside the confinement) cannot run on them now.
+  std::shared_ptr<d::Confinement> confinement;
+  if (*driver) {
+    auto made = make_confinement(config, **driver);
+    if (!made) return fail(made.error().describe());
+    confinement = *made;
+  }
+  if (confinement) {
+    auto left = confinement->load();
+    if (!left) return fail(left.error().describe() + " (move it aside to start without it)");
+    for (const auto& line : *left) std::cerr << "mlosd: " << line << "\n";
+    *allowed = *allowed | confinement->withheld();
+  }
 
   d::JobManagerDeps deps;
   deps.topology = *topology;
@@ -233,6 +296,8 @@ int main(int argc, char** argv) {
     };
   }
   deps.lineage = [](pid_t pid) { return os::lineage(pid); };
+  deps.confinement = confinement;
+  deps.may_confine = [group = config.confine_group](uint32_t uid) { return may_confine(group, uid); };
   if (!config.ledger_dir.empty()) {
     deps.ledger_changes = [follower = std::make_shared<d::LedgerFollower>(config.ledger_dir)] {
       return follower->read_if_changed();

@@ -1,0 +1,24 @@
+// What confinement needs to know of a process before moving it: whether it
+// is a kernel thread (never moved), where its own affinity lets it run, and
+// its name (for reports).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "core/cpu_set.h"
+
+namespace mlos::os {
+
+struct ProcessFacts {
+  bool kernel_thread = false;  // PF_KTHREAD in /proc/<pid>/stat's flags
+  CpuSet affinity;             // its main thread's (sched_getaffinity)
+  std::string comm;
+};
+
+// nullopt when the process is gone (or cannot be read).
+std::optional<ProcessFacts> read_process_facts(pid_t pid, const std::string& proc_root = "/proc");
+
+}  // namespace mlos::os
