@@ -190,3 +190,30 @@ def wait_for(predicate, timeout=5.0, interval=0.02):
             return value
         time.sleep(interval)
     return predicate()
+
+
+class Started:
+    """What a test started (Daemons, Popen processes), stopped whatever its
+    outcome: call it on each thing, and stop_all() at teardown."""
+
+    def __init__(self):
+        self.things = []
+
+    def __call__(self, thing):
+        self.things.append(thing)
+        return thing
+
+    def stop_all(self):
+        while self.things:
+            thing = self.things.pop()
+            try:
+                if isinstance(thing, Daemon):
+                    if thing.proc and thing.proc.poll() is None:
+                        thing.proc.kill()
+                        thing.proc.wait(10)
+                    thing.remove_cgroups()
+                elif thing.poll() is None:
+                    thing.kill()
+                    thing.wait(10)
+            except Exception:  # noqa: BLE001 - cleanup must reach every item
+                pass

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import error_codes, parse_cpu_list
-from daemon_helpers import (Client, Daemon, allowed_cpus, encode, read_frame, start_job_client, v1_cgroups_usable,
-                            wait_for)
+from daemon_helpers import (Client, Daemon, Started, allowed_cpus, encode, read_frame, start_job_client,
+                            v1_cgroups_usable, wait_for)
 
 ERR = error_codes()
 NOBODY = 65534
@@ -41,30 +41,13 @@ def shared_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-_started = []  # daemons and job clients to stop whatever a test's outcome
+started = Started()  # daemons and processes to stop whatever a test's outcome
 
 
 @pytest.fixture(autouse=True)
 def _stop_what_was_started():
     yield
-    while _started:
-        thing = _started.pop()
-        try:
-            if isinstance(thing, Daemon):
-                if thing.proc and thing.proc.poll() is None:
-                    thing.proc.kill()
-                    thing.proc.wait(10)
-                thing.remove_cgroups()
-            elif thing.poll() is None:
-                thing.kill()
-                thing.wait(10)
-        except Exception:  # noqa: BLE001 - cleanup must reach every item
-            pass
-
-
-def started(thing):
-    _started.append(thing)
-    return thing
+    started.stop_all()
 
 
 @pytest.fixture

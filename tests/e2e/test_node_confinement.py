@@ -15,10 +15,12 @@ import pytest
 
 from cli_helpers import parse_cpu_list
 from conftest import build_dir
-from daemon_helpers import Daemon, allowed_cpus, v1_cgroups_usable, wait_for
+from daemon_helpers import Daemon, Started, allowed_cpus, v1_cgroups_usable, wait_for
 
 CPUSET = Path("/sys/fs/cgroup/cpuset")
-_started = []
+# Stopped after each test; a daemon's cgroups are removed, which moves
+# what is left in <base>/shared back to the root.
+started = Started()
 
 
 @pytest.fixture(autouse=True)
@@ -28,24 +30,7 @@ def _needs_v1_root_and_two_cpus():
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
     yield
-    while _started:
-        thing = _started.pop()
-        try:
-            if isinstance(thing, Daemon):
-                if thing.proc and thing.proc.poll() is None:
-                    thing.proc.kill()
-                    thing.proc.wait(10)
-                thing.remove_cgroups()  # moves what is left in <base>/shared back to the root
-            elif thing.poll() is None:
-                thing.kill()
-                thing.wait(10)
-        except Exception:  # noqa: BLE001 - cleanup must reach every item
-            pass
-
-
-def started(thing):
-    _started.append(thing)
-    return thing
+    started.stop_all()
 
 
 def node_cpus():

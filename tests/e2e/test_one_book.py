@@ -15,32 +15,15 @@ import pytest
 
 from cli_helpers import parse_cpu_list
 from conftest import build_dir
-from daemon_helpers import Daemon, allowed_cpus, start_job_client, v1_cgroups_usable, wait_for
+from daemon_helpers import Daemon, Started, allowed_cpus, start_job_client, v1_cgroups_usable, wait_for
 
-_started = []
+started = Started()  # daemons and processes to stop whatever a test's outcome
 
 
 @pytest.fixture(autouse=True)
 def _stop_what_was_started():
     yield
-    while _started:
-        thing = _started.pop()
-        try:
-            if isinstance(thing, Daemon):
-                if thing.proc and thing.proc.poll() is None:
-                    thing.proc.kill()
-                    thing.proc.wait(10)
-                thing.remove_cgroups()
-            elif thing.poll() is None:
-                thing.kill()
-                thing.wait(10)
-        except Exception:  # noqa: BLE001 - cleanup must reach every item
-            pass
-
-
-def started(thing):
-    _started.append(thing)
-    return thing
+    started.stop_all()
 
 
 def node_cpus():

@@ -53,7 +53,7 @@ json daemon_status_json(const json& reply, const std::string& socket) {
   j["source"] = "mlosd";
   j["socket"] = socket;
   j["daemon"] = reply.contains("daemon") ? reply["daemon"] : json::object();
-  for (const char* key : {"cpus", "exclusive_cpus", "shared_pool", "cgroups", "users"}) {
+  for (const char* key : {"cpus", "exclusive_cpus", "shared_pool", "cgroups", "confinement", "users"}) {
     if (reply.contains(key)) j[key] = reply[key];
   }
   j["jobs"] = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
@@ -67,6 +67,18 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
                     json_text(reply, "cgroups") + ") on " + socket + "\n";
   out += "CPUs " + json_text(reply, "cpus") + ", shared pool " + json_text(reply, "shared_pool") + ", exclusive " +
          json_text(reply, "exclusive_cpus") + "\n";
+  // Whether exclusive CPUs are kept from the node's other processes too.
+  if (reply.contains("confinement") && reply["confinement"].is_object()) {
+    const json& c = reply["confinement"];
+    if (c.value("active", false)) {
+      out += "confinement " + json_text(c, "mode") + ": other processes on CPUs " + json_text(c, "pool") + " (" +
+             json_text(c, "confined_processes", "0") + " moved, " +
+             std::to_string(c.contains("left_alone") && c["left_alone"].is_array() ? c["left_alone"].size() : 0) +
+             " left alone)\n";
+    } else {
+      out += "confinement " + json_text(c, "mode") + ": none (" + json_text(c, "reason") + ")\n";
+    }
+  }
   char line[512];
   // Who holds what, against the per-user quotas (root has none).
   const json& users = reply.contains("users") && reply["users"].is_array() ? reply["users"] : json::array();
@@ -88,10 +100,12 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     auto cpu = json_number(job, "cpu_seconds");
     char cpu_text[32] = "-";
     if (cpu) snprintf(cpu_text, sizeof cpu_text, "%.1f", *cpu);
+    // EXCL: "node" (kept from every process), "mlos" (from other jobs only), "no".
     const bool excl = job.is_object() && job.contains("exclusive") && job["exclusive"] == true;
+    const std::string scope = excl ? json_text(job, "exclusive_scope", "mlos") : "no";
     snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s\n", json_text(job, "job").c_str(),
              fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(), json_text(job, "uid").c_str(),
-             json_text(job, "cpus").c_str(), excl ? "yes" : "no", json_text(job, "phase").c_str(),
+             json_text(job, "cpus").c_str(), scope.c_str(), json_text(job, "phase").c_str(),
              json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text);
     out += line;
   }
