@@ -119,7 +119,9 @@ def test_gradients_are_locked_while_autograd_runs_backward():
         opt.zero_grad(set_to_none=False)
         model(x).sum().backward()
         assert seen and seen[0] - before >= 8 * 1024
-        opt.step()  # OPTIMIZER, then IDLE when the step returns: unlocked again
+        opt.step()  # OPTIMIZER, then DATA_LOADING when the step returns: still locked (no munlock per step)
+        assert vm_lck_kb() - before >= 8 * 1024
+        ctx.set_phase(m.PHASE_IDLE)  # not training: unlocked
         assert vm_lck_kb() - before < 8 * 1024
 
 
