@@ -11,9 +11,10 @@ process per CPU, iterations counted over --seconds); its speed is the sum.
 Three configurations, interleaved (the order rotates each repetition):
 
 - alone:    no neighbours (the job's speed on its CPUs, the baseline);
-- mlos:     n neighbours, mlosd --confine off (exclusive among mlOS jobs
+- mlos:     n neighbours (`stress-ng --cpu n`, the suite's CPU-bound
+            neighbour), mlosd --confine off (exclusive among mlOS jobs
             only: what `--exclusive` gave before);
-- node:     n neighbours, mlosd --confine node (the neighbours are kept on
+- node:     the same neighbours, mlosd --confine node (they are kept on
             the one CPU left).
 
 Reports the medians and each one's ratio to `alone` (goal for `node`: at
@@ -50,16 +51,20 @@ print(sum(int(p.communicate()[0]) for p in procs))
 
 def start_mlosd(tmp: Path, confine: str):
     sock = tmp / "mlosd.sock"
-    log = open(tmp / f"mlosd-{confine}.log", "a")
+    sock.unlink(missing_ok=True)  # the last run's, whose mlosd has stopped
+    log_path = tmp / f"mlosd-{confine}.log"
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    log = open(log_path, "a")
     p = subprocess.Popen([str(BUILD / "bin" / "mlosd"), "--socket", str(sock), "--state-dir", str(tmp / "state"),
                           "--cgroup-base", f"mlos-bench-{os.getpid()}", "--metrics-listen", "",
                           "--ledger-dir", str(tmp), "--confine", confine], stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 10
-    while not sock.exists() and time.monotonic() < deadline:
+    ready = lambda: "ready on" in log_path.read_text()[offset:]  # noqa: E731
+    while not ready() and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    if not sock.exists():
+    if not ready():
         p.kill()
-        sys.exit(f"mlosd did not start: {(tmp / f'mlosd-{confine}.log').read_text()}")
+        sys.exit(f"mlosd did not start: {log_path.read_text()[offset:]}")
     return p, sock
 
 
@@ -68,7 +73,7 @@ def one_run(tmp: Path, config: str, n: int, seconds: float) -> float:
     hogs = []
     try:
         if config != "alone":
-            hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+            hogs = [subprocess.Popen(["stress-ng", "--cpu", str(n), "--quiet"])]  # the suite's neighbour
             time.sleep(0.3)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
         env.update(MLOS_MODE="daemon", MLOS_DAEMON_SOCKET=str(sock), MLOS_RUNTIME_DIR=str(tmp))
@@ -80,7 +85,7 @@ def one_run(tmp: Path, config: str, n: int, seconds: float) -> float:
         return int(r.stdout.strip()) / seconds
     finally:
         for h in hogs:
-            h.kill()
+            h.terminate()  # stress-ng stops its workers on SIGTERM
             h.wait()
         mlosd.terminate()
         mlosd.wait(10)
