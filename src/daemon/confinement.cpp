@@ -158,7 +158,7 @@ void Confinement::narrow(const std::string& cgroup, const CpuSet& pool) {
   }
 }
 
-void Confinement::apply(const CpuSet& pool) {
+void Confinement::apply(const CpuSet& pool, const std::function<bool(pid_t)>& exempt) {
   const bool widening = active_ && !pool.is_subset_of(pool_);
   active_ = true;
   pool_ = pool;
@@ -173,7 +173,7 @@ void Confinement::apply(const CpuSet& pool) {
     if (Status s = ensure_shared(pool); !s) note("cannot set up " + shared() + ": " + s.error().describe());
   }
   for (const auto& t : targets()) narrow(t, pool);
-  sweep();
+  sweep(exempt);
 }
 
 void Confinement::undo() {
@@ -205,20 +205,20 @@ void Confinement::undo() {
   if (Status s = save_state(); !s) note("state not saved: " + s.error().describe());
 }
 
-void Confinement::update(const CpuSet& node, const CpuSet& exclusive) {
+void Confinement::update(const CpuSet& node, const CpuSet& exclusive, const std::function<bool(pid_t)>& exempt) {
   if (config_.mode == "off") return;
   const ConfinementPlan plan = plan_confinement(node, exclusive);
   reason_ = plan.reason;
   if (planned_ && plan.active == active_ && (!plan.active || plan.pool == pool_)) return;
   planned_ = true;
   if (plan.active) {
-    apply(plan.pool);
+    apply(plan.pool, exempt);
   } else if (active_ || !narrowed_.empty() || (config_.mode == "node" && fs_->exists(shared()))) {
     undo();
   }
 }
 
-void Confinement::sweep() {
+void Confinement::sweep(const Exempt& exempt) {
   if (!active_ || config_.mode != "node") return;
   auto procs = fs_->read("cgroup.procs");
   if (!procs) {
@@ -238,7 +238,7 @@ void Confinement::sweep() {
       continue;
     }
     present.insert(pid);
-    if (pid <= 0 || kernel_threads_.count(pid)) continue;
+    if (pid <= 0 || kernel_threads_.count(pid) || (exempt && exempt(pid))) continue;
     auto f = facts_(pid);
     if (!f) continue;  // exited
     if (f->kernel_thread) {

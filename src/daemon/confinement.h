@@ -65,9 +65,13 @@ class Confinement {
   Result<std::vector<std::string>> load();
   // Confines others to (node - exclusive), or undoes it when the plan is
   // inactive. Cheap when the plan did not change.
-  void update(const CpuSet& node, const CpuSet& exclusive);
-  // Moves processes that appeared in the root cgroup (mode node, active).
-  void sweep();
+  void update(const CpuSet& node, const CpuSet& exclusive, const std::function<bool(pid_t)>& exempt = nullptr);
+  // Moves processes that appeared in the root cgroup (mode node, active),
+  // except `exempt` (the owners of mlOS's jobs: one left in the root, its
+  // cgroup move having failed or its claim adopted from the ledger, runs on
+  // its own CPUs, which may be exclusive).
+  using Exempt = std::function<bool(pid_t)>;
+  void sweep(const Exempt& exempt = nullptr);
   // The CPUs the loaded (or current) confinement keeps every other process
   // off: the root cpuset's CPUs outside the pool; empty when not active. A
   // restarted mlosd, itself started inside the confinement, adds them back
@@ -80,7 +84,7 @@ class Confinement {
  private:
   std::string shared() const { return config_.base + "/shared"; }
   std::vector<std::string> targets() const;
-  void apply(const CpuSet& pool);
+  void apply(const CpuSet& pool, const std::function<bool(pid_t)>& exempt);
   void undo();
   Status ensure_shared(const CpuSet& pool);
   void narrow(const std::string& cgroup, const CpuSet& pool);

@@ -163,6 +163,7 @@ void JobManager::book(const JobRecord& r, int sign) {
   if (link(children_, r.parent)) nested_usage_.erase(r.parent);
   link(guests_, r.host);
   if (r.confines) confining_ = sign > 0 ? confining_ | r.cpus : confining_.minus(r.cpus);
+  if ((owner_pids_[r.owner.pid] += sign) <= 0) owner_pids_.erase(r.owner.pid);
   if (r.ledger_claim != 0) {
     if (sign > 0) {
       adopted_[r.ledger_claim] = r.id;
@@ -817,9 +818,12 @@ bool JobManager::confines(const JobRecord& r) const {
 
 void JobManager::confine() {
   if (!d_.confinement) return;
-  d_.confinement->update(d_.allowed, confining_);
-  // New processes in the root cgroup, once a second at the default tick.
-  if (++ticks_ % 10 == 0) d_.confinement->sweep();
+  // Jobs' own processes are never confined: they run where their grant says.
+  const auto is_owner = [this](pid_t pid) { return owner_pids_.count(pid) > 0; };
+  d_.confinement->update(d_.allowed, confining_, is_owner);
+  // New processes in the root cgroup, about once a second at the default
+  // tick (confine() runs at every tick and after every change).
+  if (d_.confinement->active() && ++confine_calls_ % 10 == 0) d_.confinement->sweep(is_owner);
 }
 
 void JobManager::set_owner_watched(uint64_t job, bool watched) {

@@ -252,7 +252,8 @@ class JobManager {
   std::set<std::pair<int, uint64_t>> envelopes_;      // (owner pid, job) of envelope jobs
   std::map<uint64_t, uint64_t> adopted_;              // ledger claim id -> job
   CpuSet confining_;                                  // CPUs of jobs that confine others
-  uint64_t ticks_ = 0;
+  uint64_t confine_calls_ = 0;                        // every 10th sweeps the root cgroup
+  std::map<pid_t, int> owner_pids_;                   // owner pid -> its jobs
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;

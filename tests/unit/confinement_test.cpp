@@ -94,6 +94,18 @@ TEST_F(ConfinementTest, NodeModeMovesUnmanagedProcessesAndNarrowsOtherCgroups) {
   EXPECT_EQ(tree_->pid_location(300), "mlos/shared");
 }
 
+TEST_F(ConfinementTest, JobOwnersLeftInTheRootAreNeverMoved) {
+  auto c = make();
+  const auto owner = [](pid_t pid) { return pid == 100; };  // e.g. a claim adopted from the ledger
+  c->update(cpus("0-3"), cpus("0-1"), owner);
+  EXPECT_EQ(tree_->pid_location(100), "");
+  tree_->set_processes("", {2, 100, 101, 500});
+  facts_[500] = ProcessFacts{false, cpus("0-3"), "later"};
+  c->sweep(owner);
+  EXPECT_EQ(tree_->pid_location(100), "");
+  EXPECT_EQ(tree_->pid_location(500), "mlos/shared");
+}
+
 TEST_F(ConfinementTest, UndoneWhenNoJobConfinesOrEveryCpuIsExclusive) {
   auto c = make();
   c->update(cpus("0-3"), cpus("0-1"));
