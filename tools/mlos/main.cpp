@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success; 1 failure; 2 usage error. `mlos run` returns CMD's exit status, or 125 if mlos "
       "failed before starting CMD, 126 if CMD is not executable, 127 if it was not found. `mlos daemon` returns "
       "mlosd's exit status, or 126/127 if mlosd cannot be run / was not found.\n"
-      "Environment: MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
+      "Environment: MLOS_MODE (auto | daemon | embedded: whose book `mlos run` claims in; auto: mlosd when it "
+      "answers), MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
       "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology).");
 
   TopoOptions topo;
@@ -65,7 +66,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty size") : std::string(); },
                              "SIZE", "non-empty"));
   run_cmd->add_option("--numa", run.numa, "NUMA node: auto (best fit) or an index")->default_str("auto");
-  run_cmd->add_flag("--exclusive", run.exclusive, "No other mlOS claim may share these CPUs");
+  run_cmd->add_flag("--exclusive", run.exclusive,
+                    "No other mlOS claim may share these CPUs (under mlosd, for root or its confine_group: no other "
+                    "process of the node either)");
   run_cmd->add_flag("--strict-mem", run.strict_mem,
                     "Bind memory to the node(s), whose free memory must then hold --mem (default: prefer them)");
   run_cmd->add_flag("--single-node", run.single_node, "Fail rather than span several NUMA nodes");
