@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds mlosd, the CLI, libmlos and the daemon test clients with sanitizers
-# and runs the end-to-end tests that involve mlosd (pytest -k daemon:
-# tests/e2e/test_daemon*.py and the daemon-mode memory-pressure scenario)
-# against that build, as root.
+# and runs the end-to-end tests that involve mlosd (tests/e2e/test_daemon*.py,
+# the daemon-mode memory-pressure scenario, one book and node confinement)
+# against that build, as root. Nothing else runs meanwhile in scripts/test.sh,
+# so node confinement (which moves the machine's unmanaged processes) may.
 #   bash scripts/sanitize_daemon.sh address,undefined   # ASan + UBSan (CI runs this)
 #   bash scripts/sanitize_daemon.sh thread              # TSan
 # A sanitizer report makes the sanitized process exit non-zero, which the
@@ -23,4 +24,4 @@ export HWLOC_COMPONENTS=-pci
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-MLOS_BUILD_DIR=$dir python3 -m pytest -q -p no:cacheprovider tests/e2e -k daemon
+MLOS_BUILD_DIR=$dir python3 -m pytest -q -p no:cacheprovider tests/e2e -k "daemon or one_book or node_confinement"

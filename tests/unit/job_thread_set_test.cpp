@@ -147,6 +147,9 @@ TEST_F(JobThreadSetTest, RegisteredAndCheckpointBuffersShareTheBudget) {
   EXPECT_EQ(job->alloc_checkpoint_buffer(1).error().code, MLOS_ERR_INSUFFICIENT_MEMORY);
   ASSERT_TRUE(job->unregister_buffer(grads).ok());
   EXPECT_TRUE(job->alloc_checkpoint_buffer(1).ok());
+  // Release gives every checkpoint buffer back.
+  ASSERT_TRUE(job->release().ok());
+  EXPECT_TRUE(kernel.mapped.empty());
 }
 
 }  // namespace
