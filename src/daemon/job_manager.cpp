@@ -19,7 +19,8 @@ using nlohmann::json;
 const std::set<std::string>& request_keys() {
   static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
                                           "numa_preference", "exclusive", "priority", "label",
-                                          "single_node", "strict_membind", "page_fd", "envelope", "dry_run"};
+                                          "single_node", "strict_membind", "page_fd", "envelope", "dry_run",
+                                          "allowed_cpus"};
   return keys;
 }
 
@@ -51,6 +52,9 @@ struct RequestExtras {
   int page_fd = -1;
   bool envelope = false;  // `mlos run`'s claim for a command (JobRecord::envelope)
   bool dry_run = false;   // plan only: nothing is granted or booked
+  // The requester's own CPUs (its affinity), an outer bound of its
+  // placement; nullopt: not given (any of the node's).
+  std::optional<CpuSet> allowed;
 };
 
 Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
@@ -72,6 +76,12 @@ Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
     x->page_fd = int_field(a, "page_fd", -1);
     x->envelope = bool_field(a, "envelope");
     x->dry_run = bool_field(a, "dry_run");
+    if (a.contains("allowed_cpus")) {
+      if (!a["allowed_cpus"].is_string()) throw std::invalid_argument("allowed_cpus must be a CPU list string");
+      auto set = CpuSet::parse_list(a["allowed_cpus"].get<std::string>());
+      if (!set || set->empty()) throw std::invalid_argument("allowed_cpus is not a non-empty CPU list");
+      x->allowed = *set;
+    }
     if (x->priority < MLOS_PRIORITY_MIN || x->priority > MLOS_PRIORITY_MAX) {
       throw std::invalid_argument("priority " + std::to_string(x->priority) + " outside [" +
                                   std::to_string(MLOS_PRIORITY_MIN) + ", " + std::to_string(MLOS_PRIORITY_MAX) + "]");
@@ -437,9 +447,12 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
       !s) {
     return s.error();
   }
-  auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & d_.allowed,
+  // The requester's own CPUs bound it too (a rank's share of its
+  // envelope, a taskset): it can only narrow itself.
+  const CpuSet bound = x.allowed ? d_.allowed & *x.allowed : d_.allowed;
+  auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & bound,
                                            nested_usage_[envelope->record.id], MemoryAvailability{}, *req)
-                          : plan_placement(d_.topology, d_.allowed, usage_, d_.memory(), *req);
+                          : plan_placement(d_.topology, bound, usage_, d_.memory(), *req);
   if (!placement) {
     if (!nested) return placement.error();
     return make_error(placement.error().code, "nested in job " + std::to_string(envelope->record.id) + " (CPUs " +

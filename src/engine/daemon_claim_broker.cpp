@@ -88,9 +88,12 @@ Result<json> DaemonClaimBroker::call(const std::string& op, const json& args, in
 
 namespace {
 
-json request_args(const ClaimRequest& request) {
+// `allowed`: the CPUs this process may use (its affinity: taskset, Slurm,
+// or its local rank's share), the outer bound mlosd places it in.
+json request_args(const ClaimRequest& request, const CpuSet& allowed) {
   const PlacementRequest& p = request.placement;
-  return json{{"num_cpus", p.num_cpus},
+  return json{{"allowed_cpus", allowed.to_list()},
+              {"num_cpus", p.num_cpus},
               {"memory_bytes", p.memory_bytes},
               {"numa_preference", p.numa_preference},
               {"exclusive", p.exclusive},
@@ -104,7 +107,7 @@ json request_args(const ClaimRequest& request) {
 }  // namespace
 
 Result<Placement> DaemonClaimBroker::plan(const ClaimRequest& request) {
-  json args = request_args(request);
+  json args = request_args(request, allowed_);
   args["dry_run"] = true;
   auto reply = call("request", args, -1);
   if (!reply) return reply.error();
@@ -113,7 +116,7 @@ Result<Placement> DaemonClaimBroker::plan(const ClaimRequest& request) {
 
 Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   std::shared_ptr<PagePhaseSink> sink;
-  json args = request_args(request);
+  json args = request_args(request, allowed_);
   if (!request.envelope) {
     auto page = os::SharedPage::create("mlos-phase");
     if (!page) return page.error();

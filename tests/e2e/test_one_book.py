@@ -101,6 +101,27 @@ def test_the_command_s_own_requests_nest_in_its_mlos_run_envelope(daemon):
     assert daemon.status()["exclusive_cpus"] == ""  # the envelope is shared, the nested claim books inside it
 
 
+def test_local_ranks_under_mlos_run_get_their_own_share_from_mlosd(daemon):
+    """torchrun's ranks as C programs: each sees LOCAL_RANK of
+    LOCAL_WORLD_SIZE=2 inside `mlos run --cpus 2`; the library takes the
+    rank's share as its affinity and mlosd places the rank's job inside it
+    (docs/placement.md, "Local ranks")."""
+    if node_cpus() < 2:
+        pytest.skip("needs 2 CPUs")
+    client = str(build_dir() / "bin" / "mlos_daemon_job_client")
+    script = (f"LOCAL_WORLD_SIZE=2 LOCAL_RANK=0 {client} 1 0 rank0 & "
+              f"LOCAL_WORLD_SIZE=2 LOCAL_RANK=1 {client} 1 0 rank1 & wait")
+    p = mlos_run(daemon, "--cpus", "2", "--label", "ranks", cmd=("sh", "-c", script))
+    granted = []
+    for _ in range(2):
+        line = p.stdout.readline()
+        assert line.startswith("GRANTED"), line + (p.stderr.read() if p.poll() is not None else "")
+        granted.append(set(parse_cpu_list(dict(f.split("=", 1) for f in line.split()[1:])["cpus"])))
+    assert all(len(g) == 1 for g in granted) and not (granted[0] & granted[1]), granted
+    jobs = {j["label"]: j for j in jobs_of(daemon)}
+    assert jobs["rank0"]["nested_in"] == jobs["ranks"]["job"] == jobs["rank1"]["nested_in"], jobs
+
+
 @pytest.mark.parametrize("first", ["mlos_run", "library"])
 def test_exclusive_run_and_exclusive_request_never_share_a_cpu(daemon, first):
     if node_cpus() < 2:

@@ -648,6 +648,28 @@ TEST_F(JobManagerTest, AnEnvelopeOwnersOwnRequestNestsAndSteersTheEnvelopesCgrou
   EXPECT_TRUE(saved_registry().jobs.at(0).envelope);
 }
 
+TEST_F(JobManagerTest, TheRequestersOwnCpusBoundItsPlacementNestedOrNot) {
+  auto m = make_manager();
+  const auto run = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(run, {{"num_cpus", 4}, {"envelope", true}, {"numa_preference", 1}}, {}).ok());  // 4-7
+  // A local rank whose share of the envelope is CPU 6 (its affinity).
+  auto rank = m->request(run, {{"num_cpus", 1}, {"allowed_cpus", "6"}}, {});
+  ASSERT_TRUE(rank.ok()) << rank.error().describe();
+  EXPECT_EQ((*rank)["cpus"], "6");
+  EXPECT_EQ(find_job(m->status(), 2)["nested_in"], 1);
+  // A process under taskset 0-1 is placed there, not anywhere on the node.
+  auto pinned = m->request(spawn(201, kBob), {{"num_cpus", 2}, {"allowed_cpus", "0-1"}}, {});
+  ASSERT_TRUE(pinned.ok()) << pinned.error().describe();
+  EXPECT_EQ((*pinned)["cpus"], "0-1");
+  // Outside the node, or not a CPU list: refused, naming the field.
+  auto outside = m->request(spawn(202, kBob), {{"num_cpus", 1}, {"allowed_cpus", "64"}}, {});
+  EXPECT_FALSE(outside.ok());
+  auto bad = m->request(spawn(203, kBob), {{"num_cpus", 1}, {"allowed_cpus", "x"}}, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(bad.error().message.find("allowed_cpus"), std::string::npos) << bad.error().message;
+}
+
 TEST_F(JobManagerTest, WithoutCgroupsAnEnvelopeIsFoundThroughTheRequestersLineage) {
   JobManagerDeps d = deps();
   d.cgroups = nullptr;
