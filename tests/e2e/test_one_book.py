@@ -120,6 +120,10 @@ def test_local_ranks_under_mlos_run_get_their_own_share_from_mlosd(daemon):
     assert all(len(g) == 1 for g in granted) and not (granted[0] & granted[1]), granted
     jobs = {j["label"]: j for j in jobs_of(daemon)}
     assert jobs["rank0"]["nested_in"] == jobs["ranks"]["job"] == jobs["rank1"]["nested_in"], jobs
+    # Each rank inside its own share: the first CPU of the envelope for rank
+    # 0, the second for rank 1 (contiguous shares, in rank order).
+    first, second = sorted(parse_cpu_list(jobs["ranks"]["cpus"]))
+    assert (jobs["rank0"]["cpus"], jobs["rank1"]["cpus"]) == (str(first), str(second)), jobs
 
 
 @pytest.mark.parametrize("first", ["mlos_run", "library"])
