@@ -85,6 +85,19 @@ def test_mlos_run_claims_through_mlosd_and_keeps_its_label(daemon, mlos_bin):
     assert wait_for(lambda: job_of_pid(daemon, p.pid) is None, timeout=10), jobs_of(daemon)
 
 
+def test_a_dry_run_is_planned_by_mlosd_and_grants_nothing(daemon, mlos_bin):
+    if node_cpus() < 2:
+        pytest.skip("needs 2 CPUs")
+    excl = started(start_job_client(daemon, cpus=1, exclusive=True, label="holder"))
+    r = subprocess.run([mlos_bin, "run", "--dry-run", "--json", "--cpus", "1", "--exclusive"],
+                       env=run_env(daemon), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["engine"] == "daemon" and j["dry_run"] is True
+    assert not (set(parse_cpu_list(j["placement"]["cpus"])) & set(parse_cpu_list(excl.cpus)))  # mlosd's book
+    assert [x["label"] for x in jobs_of(daemon)] == ["holder"]
+
+
 def test_the_command_s_own_requests_nest_in_its_mlos_run_envelope(daemon):
     client = str(build_dir() / "bin" / "mlos_daemon_job_client")
     p = mlos_run(daemon, "--cpus", "2", "--label", "outer", cmd=(client, "1", "1", "inner"))
