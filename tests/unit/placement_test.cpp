@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fakes/hwloc_fixture.h"
 #include "os/hwloc_topology.h"
 
 namespace mlos {
@@ -31,13 +32,7 @@ int err(const Result<Placement>& r) { return r.ok() ? 0 : r.error().code; }
 // 2 nodes x 4 cores x 2 threads, siblings consecutive: node 0 = 0-7.
 Topology two_nodes() { return make_uniform_topology(2, 4, 2); }
 
-Topology hwloc(const std::string& spec) {
-  auto src = os::TopologySource::parse(spec);
-  EXPECT_TRUE(src.ok());
-  auto t = os::load_topology(*src);
-  EXPECT_TRUE(t.ok()) << spec << ": " << (t.ok() ? "" : t.error().describe());
-  return t.ok() ? std::move(t).value() : Topology();
-}
+using mlos_test::hwloc;
 
 TEST(PlacementTest, AutoOnIdleMachineTakesLowestNodeOnePuPerCore) {
   Topology t = two_nodes();

@@ -11,18 +11,13 @@
 
 #include "engine/rank_bound.h"
 #include "fakes/fake_kernel.h"
+#include "fakes/hwloc_fixture.h"
 #include "os/hwloc_topology.h"
 
 namespace mlos {
 namespace {
 
-Topology hwloc(const std::string& spec) {
-  auto src = os::TopologySource::parse(spec);
-  EXPECT_TRUE(src.ok());
-  auto t = os::load_topology(*src);
-  EXPECT_TRUE(t.ok()) << spec << ": " << (t.ok() ? "" : t.error().describe());
-  return t.ok() ? std::move(t).value() : Topology();
-}
+using mlos_test::hwloc;
 
 std::vector<RankShare> all_shares(const Topology& t, const CpuSet& pool, int world) {
   std::vector<RankShare> out;
