@@ -135,9 +135,11 @@ class Daemon:
         return d / job if job else d
 
     def remove_cgroups(self):
-        """Moves leftovers to the root and removes this test's cgroup base."""
+        """Gives back what confinement narrowed (a killed mlosd leaves it),
+        moves leftovers to the root and removes this test's cgroup base."""
         if not self.base:
             return
+        self.restore_narrowed()
         for ctl in V1_CONTROLLERS:
             base = Path("/sys/fs/cgroup") / ctl / self.base
             if not base.is_dir():
@@ -150,6 +152,21 @@ class Daemon:
                         pass
                 child.rmdir()
             base.rmdir()
+
+
+    def restore_narrowed(self):
+        """Other cgroups that node confinement narrowed, back to the CPUs
+        they had (from mlosd's confinement.json), shallowest first."""
+        state = self.state_dir / "confinement.json"
+        try:
+            narrowed = json.loads(state.read_text())["payload"]["narrowed"]
+        except (OSError, ValueError, KeyError):
+            return
+        for cgroup in sorted(narrowed, key=lambda c: c.count("/")):
+            try:
+                (Path("/sys/fs/cgroup/cpuset") / cgroup / "cpuset.cpus").write_text(narrowed[cgroup])
+            except OSError:
+                pass
 
 
 def v1_cgroups_usable() -> str:
