@@ -37,11 +37,35 @@ def run_env(daemon: Daemon, mode="auto"):
     return env
 
 
-def mlos_run(daemon, *args, mode="auto", cmd=("sleep", "60")):
+def mlos_run(daemon, *args, mode="auto", cmd=("sleep", "60"), session=False):
     binary = str(build_dir() / "bin" / "mlos")
     return started(subprocess.Popen([binary, "run", *args, "--", *cmd], env=run_env(daemon, mode),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True))
+                                    text=True, start_new_session=session))
+
+
+class ProcessGroup:
+    """A process started in a session of its own, stopped with everything
+    it started (Started calls poll, kill and wait)."""
+
+    def __init__(self, leader):
+        self.leader = leader
+
+    def poll(self):
+        try:
+            os.killpg(self.leader.pid, 0)
+            return None
+        except ProcessLookupError:
+            return 0
+
+    def kill(self):
+        try:
+            os.killpg(self.leader.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout=None):
+        return self.leader.wait(timeout)
 
 
 def jobs_of(daemon):
@@ -124,7 +148,8 @@ def test_local_ranks_under_mlos_run_get_their_own_share_from_mlosd(daemon):
     client = str(build_dir() / "bin" / "mlos_daemon_job_client")
     script = (f"LOCAL_WORLD_SIZE=2 LOCAL_RANK=0 {client} 1 0 rank0 & "
               f"LOCAL_WORLD_SIZE=2 LOCAL_RANK=1 {client} 1 0 rank1 & wait")
-    p = mlos_run(daemon, "--cpus", "2", "--label", "ranks", cmd=("sh", "-c", script))
+    p = mlos_run(daemon, "--cpus", "2", "--label", "ranks", cmd=("sh", "-c", script), session=True)
+    started(ProcessGroup(p))  # the ranks are the shell's children: stopped with it
     granted = []
     for _ in range(2):
         line = p.stdout.readline()
