@@ -52,7 +52,9 @@ TEST(DaemonClientLimitsTest, OversizedRequestIsRefusedBeforeSendingAndTheConnect
   std::thread server(serve_one_client, listener->get());
 
   {
-    auto client = DaemonClient::connect(path);
+    // A generous timeout: the server is a thread of this test, and a busy
+    // machine may starve it for seconds (no timing is judged here).
+    auto client = DaemonClient::connect(path, 60000);
     ASSERT_TRUE(client.ok()) << client.error().describe();
     const std::string label(kMaxRequestPayload, 'x');  // with "op", "id" and quotes: over the limit
     auto big = client->call("request", nlohmann::json{{"label", label}});
