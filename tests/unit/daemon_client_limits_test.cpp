@@ -4,9 +4,11 @@
 // (FrameDecoder{kMaxRequestPayload}, closing the connection on a malformed
 // or oversized frame), so the test needs no daemon.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -21,7 +23,12 @@ namespace {
 
 // Answers every request with {"id", "ok": true, "op": <its op>} until the
 // client hangs up or sends a frame the decoder refuses (then it closes).
+// The listener is non-blocking (as mlosd's is), so this waits for the
+// client with poll: the thread may well run before the client connects.
 void serve_one_client(int listen_fd) {
+  pollfd ready{listen_fd, POLLIN, 0};
+  while (poll(&ready, 1, 120000) < 0 && errno == EINTR) {
+  }
   const int fd = accept(listen_fd, nullptr, nullptr);
   if (fd < 0) return;
   FrameDecoder decoder{kMaxRequestPayload};
@@ -49,7 +56,9 @@ TEST(DaemonClientLimitsTest, OversizedRequestIsRefusedBeforeSendingAndTheConnect
   const std::string path = std::string(dir) + "/s.sock";
   auto listener = os::listen_unix(path, 0600);
   ASSERT_TRUE(listener.ok()) << listener.error().describe();
-  std::thread server(serve_one_client, listener->get());
+  // Joined on every exit path: the client, declared after it, is closed
+  // first, and the server then sees its end of the connection.
+  std::jthread server(serve_one_client, listener->get());
 
   {
     // A generous timeout: the server is a thread of this test, and a busy
