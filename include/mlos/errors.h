@@ -79,7 +79,12 @@ typedef enum mlos_error {
    * docs/security.md). The message names the quota and what is held.
    * Releasing something the user holds, or asking an administrator, helps;
    * retrying as is does not. */
-  MLOS_ERR_QUOTA = -23
+  MLOS_ERR_QUOTA = -23,
+  /* A policy module the job asked for crashed, hung or misbehaved (now or
+   * recently: it is restarted with backoff). The job runs on mlOS's
+   * built-in defaults meanwhile; the message says how the policy's host
+   * ended. See docs/policies.md. */
+  MLOS_ERR_POLICY_FAILED = -24
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

@@ -50,6 +50,7 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_NOT_FOUND: return "not found";
     case MLOS_ERR_PEER_LOST: return "collective peer lost";
     case MLOS_ERR_QUOTA: return "per-user quota exceeded";
+    case MLOS_ERR_POLICY_FAILED: return "policy module failed";
     default: return "unknown error";
   }
 }

@@ -1,0 +1,156 @@
+/* mlOS policy modules: the C ABI between a policy and the host that runs it.
+ *
+ * A policy is a shared object that exports one symbol, MLOS_POLICY_ENTRY
+ * ("mlos_policy_v1"), a function returning a pointer to a static
+ * mlos_policy_t. It never runs inside mlosd or inside a training process:
+ * every loaded policy lives in its own host process (mlos-policyhost),
+ * unprivileged, under a seccomp filter and memory limits, fed with events
+ * over a socket. A policy that crashes, hangs or misbehaves costs only
+ * itself: the jobs it advised fall back to mlOS's built-in defaults.
+ *
+ * Conventions:
+ *  - Plain C: no C++ type crosses this boundary, and no exception may leave
+ *    a policy's function (the host treats an escaping exception as a crash).
+ *  - Structs begin with a size or version word; the host refuses a policy
+ *    whose abi_version differs from MLOS_POLICY_ABI_VERSION or whose
+ *    struct_size is smaller than the host's (MLOS_ERR_VERSION_MISMATCH).
+ *  - Every function of a policy is called from one thread of the host, one
+ *    call at a time, and must return quickly: the host answers each event
+ *    within a deadline (1 s by default) or the policy is declared hung,
+ *    killed and restarted.
+ *  - The policy acts only through mlos_policy_host_t. Actions are requests:
+ *    the host checks each against the job's grant (its CPUs, its memory
+ *    limit, the jobs attached to this policy) and applies it or refuses and
+ *    counts it. An action's return value says whether it was queued, not
+ *    whether it took effect.
+ *  - Config is JSON text. A policy parses it strictly: an unknown key or a
+ *    bad value makes init/job_attached fail with MLOS_ERR_INVALID_ARGUMENT
+ *    and a message naming the key.
+ *
+ * docs/policies.md walks through writing one (policies/example is that
+ * walk-through, built by the tests).
+ */
+#ifndef MLOS_POLICY_H_
+#define MLOS_POLICY_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlos/errors.h"
+#include "mlos/training.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLOS_POLICY_ABI_VERSION 1u
+#define MLOS_POLICY_ENTRY "mlos_policy_v1"
+
+/* The longest cpu list (e.g. "0-3,8-11") a figures struct carries, NUL
+ * included; a longer list is cut at a comma and cpus_truncated is set. */
+#define MLOS_POLICY_CPU_LIST_MAX 256
+
+/* What the host knows about a job, as last sampled. A figure the host could
+ * not read is negative (times) or 0 with its *_known flag 0. */
+typedef struct mlos_policy_job_figures {
+  uint32_t struct_size;          /* sizeof(mlos_policy_job_figures_t), set by the caller */
+  uint64_t job;                  /* the job's id on this node */
+  double now_seconds;            /* monotonic clock at sampling */
+  int phase;                     /* mlos_training_phase_t */
+  int priority;                  /* MLOS_PRIORITY_MIN..MAX */
+  double phase_seconds[MLOS_TRAINING_PHASE_COUNT]; /* time spent in each phase so far */
+  uint64_t phase_entries[MLOS_TRAINING_PHASE_COUNT];
+  int num_cpus;                  /* CPUs granted */
+  char cpus[MLOS_POLICY_CPU_LIST_MAX]; /* the same as a cpu list, e.g. "0-3" */
+  int cpus_truncated;
+  int primary_node;              /* NUMA node, -1 if none */
+  int recommended_threads;       /* the grant's thread count (physical cores) */
+  double cpu_seconds;            /* CPU time of the job's cgroup (all its processes), -1 unknown */
+  double owner_cpu_seconds;      /* CPU time of the job's owner process, -1 unknown */
+  double cpus_busy_seconds;      /* busy time of the job's CPUs since boot, every process, -1 unknown */
+  uint64_t memory_bytes;         /* memory charged to the job */
+  uint64_t memory_limit_bytes;   /* its hard limit; 0: none */
+  int memory_known;              /* 1 when memory_bytes is a reading */
+  int memory_pressure_level;     /* mlos_memory_pressure_level_t, -1 when not watched */
+} mlos_policy_job_figures_t;
+
+/* Actions on files (mlos_policy_host_t.advise_file). */
+typedef enum mlos_policy_file_advice {
+  MLOS_POLICY_FILE_SEQUENTIAL = 1, /* POSIX_FADV_SEQUENTIAL + readahead */
+  MLOS_POLICY_FILE_WILLNEED = 2,   /* POSIX_FADV_WILLNEED */
+  MLOS_POLICY_FILE_DONTNEED = 3    /* POSIX_FADV_DONTNEED */
+} mlos_policy_file_advice_t;
+
+/* Log levels for mlos_policy_host_t.log (the daemon's own levels). */
+#define MLOS_POLICY_LOG_ERROR 0
+#define MLOS_POLICY_LOG_WARN 1
+#define MLOS_POLICY_LOG_INFO 2
+#define MLOS_POLICY_LOG_DEBUG 3
+
+/* The host's side: what a policy may read and ask for. Every function
+ * returns MLOS_OK, or MLOS_ERR_NOT_FOUND for a job not attached to this
+ * policy, or MLOS_ERR_INVALID_ARGUMENT for a value outside its range (the
+ * range checks below are the host's; the grant checks happen where the
+ * action is applied, and a refusal there is counted, not returned). */
+typedef struct mlos_policy_host {
+  uint32_t struct_size; /* sizeof(mlos_policy_host_t) of the host */
+  void* ctx;            /* pass back as the first argument */
+  /* out->struct_size must be set by the caller. */
+  int (*job_figures)(void* ctx, uint64_t job, mlos_policy_job_figures_t* out);
+  /* CPU weight of the job's cgroup, 1..10000 (cgroup v2 scale, 100 = the
+   * kernel's default; v1 cpu.shares are converted). */
+  int (*set_cpu_weight)(void* ctx, uint64_t job, uint32_t weight);
+  /* I/O weight of the job's cgroup, 1..10000. */
+  int (*set_io_weight)(void* ctx, uint64_t job, uint32_t weight);
+  /* memory.high / memory.low of the job's cgroup, at most its hard limit;
+   * UINT64_MAX: no bound. */
+  int (*set_memory_high)(void* ctx, uint64_t job, uint64_t bytes);
+  int (*set_memory_low)(void* ctx, uint64_t job, uint64_t bytes);
+  /* The intra-op thread count the job should use now, 1..its CPUs; read by
+   * the job through mlos_training_get_advice. */
+  int (*advise_threads)(void* ctx, uint64_t job, int threads);
+  /* A hint on one of the job's files: `path` must be readable by the job's
+   * owner. */
+  int (*advise_file)(void* ctx, uint64_t job, const char* path, int advice);
+  /* A line for the daemon's log, tagged with the policy's name. */
+  void (*log)(void* ctx, int level, const char* message);
+} mlos_policy_host_t;
+
+/* A policy. All pointers must stay valid while the object is loaded. Entry
+ * points that are NULL are skipped (except init, which is required). */
+typedef struct mlos_policy {
+  uint32_t abi_version;      /* MLOS_POLICY_ABI_VERSION */
+  uint32_t struct_size;      /* sizeof(mlos_policy_t) */
+  const char* name;          /* [a-z0-9-]{1,63}; must match the file's name */
+  const char* description;   /* one line */
+  const char* config_schema; /* JSON Schema of the config, for `mlos policy info`; may be NULL */
+  uint32_t tick_interval_ms; /* how often tick() is wanted; 0: 1000 */
+  /* Parses the node-wide config (the daemon's "policy_config" entry for
+   * this policy, "{}" if none) and sets *state. On failure returns a code
+   * and writes a message (naming the key) into error[0..error_size). */
+  int (*init)(const mlos_policy_host_t* host, const char* config_json, void** state, char* error,
+              size_t error_size);
+  void (*fini)(void* state);
+  /* A job asked for this policy with `config_json` (its own settings,
+   * "{}" if none). A failure refuses that job's request, as init's does. */
+  int (*job_attached)(void* state, uint64_t job, const char* config_json, char* error, size_t error_size);
+  void (*job_detached)(void* state, uint64_t job);
+  void (*phase_changed)(void* state, uint64_t job, int old_phase, int new_phase);
+  void (*memory_pressure_changed)(void* state, uint64_t job, int level);
+  /* Every tick_interval_ms, with the figures of every attached job fresh. */
+  void (*tick)(void* state, double now_seconds);
+} mlos_policy_t;
+
+typedef const mlos_policy_t* (*mlos_policy_entry_fn)(void);
+
+#if defined(__GNUC__)
+#define MLOS_POLICY_EXPORT __attribute__((visibility("default")))
+#else
+#define MLOS_POLICY_EXPORT
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLOS_POLICY_H_ */

@@ -1,0 +1,60 @@
+// The policy host's side of the conversation: reads requests from the
+// socket, calls the policy's entry points, and answers with what the policy
+// asked for through mlos_policy_host_t (collected during the call). Runs in
+// mlos-policyhost after it confined itself; one thread, blocking reads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/frame_codec.h"
+#include "mlos/policy.h"
+#include "policy/policy_module.h"
+#include "policy/policy_protocol.h"
+
+namespace mlos::policy {
+
+class PolicyHostLoop {
+ public:
+  // `fd`: the socket to the daemon (blocking), not owned.
+  PolicyHostLoop(const mlos_policy_t* policy, int fd);
+
+  // Serves until "stop" (0) or the peer hangs up (0), or until the stream
+  // breaks (1). A policy that crashes takes the process with it: that is
+  // the containment (the daemon sees the signal).
+  int run();
+
+  // One request's reply (exposed for tests).
+  nlohmann::json handle(const daemon::Request& request);
+
+ private:
+  static int job_figures(void* ctx, uint64_t job, mlos_policy_job_figures_t* out);
+  static int set_cpu_weight(void* ctx, uint64_t job, uint32_t weight);
+  static int set_io_weight(void* ctx, uint64_t job, uint32_t weight);
+  static int set_memory_high(void* ctx, uint64_t job, uint64_t bytes);
+  static int set_memory_low(void* ctx, uint64_t job, uint64_t bytes);
+  static int advise_threads(void* ctx, uint64_t job, int threads);
+  static int advise_file(void* ctx, uint64_t job, const char* path, int advice);
+  static void log(void* ctx, int level, const char* message);
+
+  // Queues an action for the current reply if `job` is attached.
+  int queue(uint64_t job, ActionKind kind, uint64_t value, std::string path = {});
+  void remember(const nlohmann::json& figures);
+  nlohmann::json describe_json() const;
+
+  const mlos_policy_t* policy_;
+  int fd_;
+  mlos_policy_host_t host_{};
+  void* state_ = nullptr;
+  bool initialised_ = false;
+  std::map<uint64_t, mlos_policy_job_figures_t> jobs_;  // attached jobs' last figures
+  nlohmann::json actions_ = nlohmann::json::array();
+  uint64_t dropped_actions_ = 0;
+  nlohmann::json logs_ = nlohmann::json::array();
+};
+
+}  // namespace mlos::policy

@@ -1,0 +1,436 @@
+#include "policy/policy_hosts.h"
+
+#include <algorithm>
+
+#include "mlos/log.h"
+#include "os/log_sink.h"
+
+namespace mlos::policy {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMs = 1000000;
+
+const char* state_name(int s) {
+  static const char* names[] = {"starting", "running", "failed"};
+  return names[s];
+}
+
+mlos_log_level_t log_level_of(int policy_level) {
+  switch (policy_level) {
+    case MLOS_POLICY_LOG_ERROR: return MLOS_LOG_ERROR;
+    case MLOS_POLICY_LOG_WARN: return MLOS_LOG_WARN;
+    case MLOS_POLICY_LOG_DEBUG: return MLOS_LOG_DEBUG;
+    default: return MLOS_LOG_INFO;
+  }
+}
+
+}  // namespace
+
+PolicyHosts::PolicyHosts(PolicyHostsOptions options, Callbacks callbacks)
+    : o_(std::move(options)), cb_(std::move(callbacks)) {}
+
+PolicyHosts::~PolicyHosts() {
+  for (auto& [name, l] : loaded_) stop_host(l);
+}
+
+Result<PolicyCatalog> PolicyHosts::catalog() const { return scan_policy_dir(o_.policy_dir, o_.also_trusted); }
+
+Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_start(const std::string& name) {
+  if (auto it = loaded_.find(name); it != loaded_.end()) return &it->second;
+  auto cat = catalog();
+  if (!cat) return cat.error();
+  const CatalogEntry* entry = cat->find(name);
+  if (entry == nullptr) return unknown_policy(*cat, name);
+  Loaded& l = loaded_[name];
+  l.name = name;
+  l.path = entry->path;
+  l.backoff_ms = o_.backoff_initial_ms;
+  if (Status s = start(l); !s) {
+    loaded_.erase(name);
+    return s.error();
+  }
+  // The first start is waited for: its verdict is the requester's answer
+  // (a policy that cannot load, or refuses the node's config, is not kept).
+  settle(l, now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs);
+  if (l.state != State::kRunning) {
+    // The host's own refusal (cannot load it, ABI, bad node config) is
+    // the answer; otherwise it crashed or hung on the way up.
+    auto refusal = verdicts_.find({name, 0});
+    Error e = refusal != verdicts_.end()
+                  ? refusal->second
+                  : make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed to start: " + l.last_failure);
+    verdicts_.erase({name, 0});
+    stop_host(l);
+    loaded_.erase(name);
+    return e;
+  }
+  return &l;
+}
+
+Status PolicyHosts::start(Loaded& l) {
+  HostLaunch launch{o_.host_binary, l.path, l.name, o_.run_as, o_.memory_limit};
+  auto host = PolicyHostProcess::spawn(launch);
+  if (!host) return host.error();
+  l.host = std::move(*host);
+  l.state = State::kStarting;
+  l.started_ns = now();
+  l.in_flight.reset();
+  l.queue.clear();
+  const json config = o_.node_config.contains(l.name) ? o_.node_config[l.name] : json::object();
+  enqueue(l, Event{"init", json{{"config", config}}, 0});
+  for (const auto& [job, job_config] : l.jobs) {
+    enqueue(l, Event{"attach", json{{"job", job}, {"config", job_config}, {"figures", figures_json(job)}}, job});
+  }
+  return Status::Ok();
+}
+
+void PolicyHosts::fail(Loaded& l, const std::string& why) {
+  const std::string ended = l.host ? l.host->terminate() : "not running";
+  l.host.reset();
+  const bool was_stable = l.state == State::kRunning && now() - l.started_ns >= static_cast<uint64_t>(o_.stable_after_ms) * kMs;
+  if (was_stable) l.backoff_ms = o_.backoff_initial_ms;
+  l.state = State::kFailed;
+  l.last_failure = why + " (host " + ended + ")";
+  ++l.failures;
+  l.restart_at_ns = now() + static_cast<uint64_t>(l.backoff_ms) * kMs;
+  l.backoff_ms = std::min(o_.backoff_max_ms, l.backoff_ms * 2);
+  l.in_flight.reset();
+  l.queue.clear();
+  log_message(MLOS_LOG_WARN, "policy " + l.name + " failed: " + l.last_failure + "; its " +
+                                 std::to_string(l.jobs.size()) + " job(s) run on the built-in defaults, restart in " +
+                                 std::to_string((l.restart_at_ns - now()) / kMs) + " ms");
+  for (const auto& [job, config] : l.jobs) cb_.reset(l.name, job);
+}
+
+void PolicyHosts::enqueue(Loaded& l, Event e) {
+  if (e.op == "tick") {
+    // One tick waiting is enough: a slow policy gets fresh figures, not a
+    // backlog.
+    for (const Event& q : l.queue) {
+      if (q.op == "tick") return;
+    }
+  }
+  l.queue.push_back(std::move(e));
+  dispatch(l);
+}
+
+void PolicyHosts::dispatch(Loaded& l) {
+  if (!l.host || l.in_flight || l.queue.empty() || l.state == State::kFailed) return;
+  Event e = std::move(l.queue.front());
+  l.queue.pop_front();
+  if (e.op == "tick") e.args["now"] = static_cast<double>(now()) / 1e9;
+  auto id = l.host->send(e.op, e.args, o_.deadline_ms);
+  if (!id) {
+    fail(l, "could not send '" + e.op + "': " + id.error().message);
+    return;
+  }
+  l.in_flight = std::move(e);
+  l.in_flight_id = *id;
+  l.in_flight_since_ns = now();
+}
+
+bool PolicyHosts::drain(Loaded& l) {
+  if (!l.host) return false;
+  auto replies = l.host->receive();
+  if (!replies) {
+    fail(l, replies.error().message);
+    return false;
+  }
+  for (const HostReply& r : *replies) {
+    if (r.id == 0 && r.error) {  // the host could not load the policy
+      verdicts_[{l.name, 0}] = *r.error;
+      l.last_failure = "refused: " + r.error->message;
+      fail(l, "refused: " + r.error->message);
+      return false;
+    }
+    if (!l.in_flight || r.id != l.in_flight_id) {
+      fail(l, "sent a reply nobody asked for (id " + std::to_string(r.id) + ")");
+      return false;
+    }
+    handle_reply(l, r);
+    if (l.state == State::kFailed) return false;
+  }
+  dispatch(l);
+  return l.state != State::kFailed;
+}
+
+void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
+  Event e = std::move(*l.in_flight);
+  l.in_flight.reset();
+  const double took = static_cast<double>(now() - l.in_flight_since_ns) / 1e9;
+  for (const HostLog& line : r.logs) log_message(log_level_of(line.level), "policy " + l.name + ": " + line.message);
+  l.dropped_actions += r.dropped_actions;
+  if (e.op == "init") {
+    if (r.error) {
+      verdicts_[{l.name, 0}] = *r.error;
+      fail(l, "refused: init: " + r.error->message);
+      return;
+    }
+    auto info = policy_info_from_json(r.info);
+    if (!info || info->name != l.name) {
+      fail(l, info ? "init named the policy '" + info->name + "'" : info.error().message);
+      return;
+    }
+    l.info = *info;
+    l.state = State::kRunning;
+    l.next_tick_ns = now() + static_cast<uint64_t>(l.info.tick_interval_ms) * kMs;
+    if (l.restarts + l.failures > 0) log_message(MLOS_LOG_INFO, "policy " + l.name + " is running again");
+    return;
+  }
+  if (e.op == "attach" && r.error) {
+    // The policy refused this job's config: the job does not use it.
+    verdicts_[{l.name, e.job}] = *r.error;
+    if (l.jobs.erase(e.job) && l.jobs.empty() && !l.pinned) l.idle_since_ns = now();
+    return;
+  }
+  if (r.error) {
+    fail(l, "answered '" + e.op + "' with an error: " + r.error->message);
+    return;
+  }
+  if (e.op == "tick") {
+    ++l.ticks;
+    l.tick_seconds_last = took;
+    l.tick_seconds_max = std::max(l.tick_seconds_max, took);
+    l.tick_seconds_sum += took;
+  }
+  apply_actions(l, r.actions);
+}
+
+void PolicyHosts::apply_actions(Loaded& l, const std::vector<Action>& actions) {
+  for (const Action& a : actions) {
+    const int kind = static_cast<int>(a.kind);
+    Status s = l.jobs.count(a.job) ? cb_.apply(l.name, a)
+                                   : Status(make_error(MLOS_ERR_PERMISSION, "job " + std::to_string(a.job) +
+                                                                                " does not use this policy"));
+    if (s) {
+      ++l.applied[kind];
+      continue;
+    }
+    ++l.refused[kind];
+    if (l.refusal_logged.insert(kind).second) {
+      log_message(MLOS_LOG_WARN, "policy " + l.name + ": refused " + action_kind_name(a.kind) + " on job " +
+                                     std::to_string(a.job) + ": " + s.error().message + " (further refusals are counted)");
+    }
+  }
+}
+
+void PolicyHosts::settle(Loaded& l, uint64_t until_ns) {
+  while (l.host && l.state != State::kFailed && (l.in_flight || !l.queue.empty())) {
+    dispatch(l);
+    if (!l.in_flight) break;
+    const uint64_t t = now();
+    const uint64_t deadline = l.in_flight_since_ns + static_cast<uint64_t>(l.in_flight->op == "init" ? o_.start_deadline_ms
+                                                                                                     : o_.deadline_ms) * kMs;
+    const uint64_t until = std::min(until_ns, deadline);
+    if (t >= until) {
+      fail(l, "hung: no answer to '" + l.in_flight->op + "' within " + std::to_string((t - l.in_flight_since_ns) / kMs) +
+                  " ms");
+      return;
+    }
+    auto reply = l.host->wait_reply(l.in_flight_id, static_cast<int>((until - t) / kMs) + 1);
+    if (!reply) {
+      if (reply.error().code == MLOS_ERR_TIMEOUT) continue;  // the deadline check above decides
+      fail(l, reply.error().message);
+      return;
+    }
+    if (reply->id == 0 && reply->error) {
+      verdicts_[{l.name, 0}] = *reply->error;
+      fail(l, "refused: " + reply->error->message);
+      return;
+    }
+    handle_reply(l, *reply);
+  }
+}
+
+Status PolicyHosts::attach(const std::string& name, uint64_t job, const json& config) {
+  if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "a policy's config must be a JSON object");
+  auto l = loaded_or_start(name);
+  if (!l) return l.error();
+  Loaded& p = **l;
+  if (auto it = p.jobs.find(job); it != p.jobs.end()) {
+    if (it->second == config) return Status::Ok();
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "job " + std::to_string(job) + " already uses policy '" + name +
+                                                     "' with another config: release it first");
+  }
+  if (p.state == State::kFailed) {
+    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed (" + p.last_failure + "); restart in " +
+                                                  std::to_string((p.restart_at_ns > now() ? p.restart_at_ns - now() : 0) / kMs) +
+                                                  " ms");
+  }
+  p.jobs[job] = config;
+  verdicts_.erase({name, job});
+  enqueue(p, Event{"attach", json{{"job", job}, {"config", config}, {"figures", figures_json(job)}}, job});
+  settle(p, now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs);
+  if (auto v = verdicts_.find({name, job}); v != verdicts_.end()) {
+    Error e = v->second;
+    verdicts_.erase(v);
+    return e;
+  }
+  if (p.state == State::kFailed) {
+    // Kept attached: the job gets the policy back when its host restarts.
+    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed while attaching job " +
+                                                  std::to_string(job) + ": " + p.last_failure);
+  }
+  return Status::Ok();
+}
+
+Status PolicyHosts::detach(const std::string& name, uint64_t job) {
+  auto it = loaded_.find(name);
+  if (it == loaded_.end() || !it->second.jobs.count(job)) {
+    return make_error(MLOS_ERR_NOT_FOUND, "job " + std::to_string(job) + " does not use policy '" + name + "'");
+  }
+  Loaded& l = it->second;
+  l.jobs.erase(job);
+  cb_.reset(name, job);
+  if (l.jobs.empty() && !l.pinned) l.idle_since_ns = now();
+  enqueue(l, Event{"detach", json{{"job", job}}, job});
+  return Status::Ok();
+}
+
+void PolicyHosts::detach_job(uint64_t job) {
+  for (auto& [name, l] : loaded_) {
+    if (l.jobs.count(job)) (void)detach(name, job);
+  }
+}
+
+void PolicyHosts::phase_changed(uint64_t job, int old_phase, int new_phase) {
+  for (auto& [name, l] : loaded_) {
+    if (!l.jobs.count(job) || l.state == State::kFailed) continue;
+    enqueue(l, Event{"phase", json{{"job", job}, {"old", old_phase}, {"new", new_phase}, {"figures", figures_json(job)}}, job});
+  }
+}
+
+void PolicyHosts::pressure_changed(uint64_t job, int level) {
+  for (auto& [name, l] : loaded_) {
+    if (!l.jobs.count(job) || l.state == State::kFailed) continue;
+    enqueue(l, Event{"pressure", json{{"job", job}, {"level", level}, {"figures", figures_json(job)}}, job});
+  }
+}
+
+void PolicyHosts::poll() {
+  std::vector<std::string> unload;
+  for (auto& [name, l] : loaded_) {
+    const uint64_t t = now();
+    if (l.state == State::kFailed) {
+      if ((!l.jobs.empty() || l.pinned) && t >= l.restart_at_ns) {
+        ++l.restarts;
+        if (Status s = start(l); !s) fail(l, "restart: " + s.error().message);
+      } else if (l.jobs.empty() && !l.pinned && t - l.restart_at_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+        unload.push_back(name);
+      }
+      continue;
+    }
+    if (!drain(l)) continue;
+    if (l.in_flight) {
+      const uint64_t limit = static_cast<uint64_t>(l.in_flight->op == "init" ? o_.start_deadline_ms : o_.deadline_ms) * kMs;
+      if (t - l.in_flight_since_ns > limit) {
+        fail(l, "hung: no answer to '" + l.in_flight->op + "' within " + std::to_string(limit / kMs) + " ms");
+        continue;
+      }
+    }
+    if (l.state == State::kRunning && !l.jobs.empty() && t >= l.next_tick_ns) {
+      json jobs = json::array();
+      for (const auto& [job, config] : l.jobs) jobs.push_back(figures_json(job));
+      l.next_tick_ns = t + static_cast<uint64_t>(l.info.tick_interval_ms) * kMs;
+      enqueue(l, Event{"tick", json{{"jobs", std::move(jobs)}}, 0});
+    }
+    if (l.jobs.empty() && !l.pinned && !l.in_flight && l.queue.empty() &&
+        t - l.idle_since_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+      unload.push_back(name);
+    }
+  }
+  for (const auto& name : unload) {
+    log_message(MLOS_LOG_INFO, "policy " + name + " unloaded: no job has used it for " +
+                                   std::to_string(o_.unload_grace_ms) + " ms");
+    stop_host(loaded_[name]);
+    loaded_.erase(name);
+  }
+}
+
+Status PolicyHosts::load(const std::string& name) {
+  auto l = loaded_or_start(name);
+  if (!l) return l.error();
+  (*l)->pinned = true;
+  return Status::Ok();
+}
+
+Status PolicyHosts::unload(const std::string& name) {
+  auto it = loaded_.find(name);
+  if (it == loaded_.end()) return make_error(MLOS_ERR_NOT_FOUND, "policy '" + name + "' is not loaded");
+  if (!it->second.jobs.empty()) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "policy '" + name + "' is used by " +
+                                                     std::to_string(it->second.jobs.size()) + " job(s)");
+  }
+  stop_host(it->second);
+  loaded_.erase(it);
+  return Status::Ok();
+}
+
+void PolicyHosts::stop_host(Loaded& l) {
+  if (!l.host) return;
+  // "stop" lets the policy run fini; a host that does not go at once is
+  // killed by terminate() (nothing waits on a policy's goodbye).
+  if (!l.in_flight && l.state == State::kRunning) (void)l.host->send("stop", json::object(), 50);
+  (void)l.host->wait_reply(0, 0);
+  l.host->terminate();
+  l.host.reset();
+}
+
+std::vector<std::string> PolicyHosts::policies_of(uint64_t job) const {
+  std::vector<std::string> out;
+  for (const auto& [name, l] : loaded_) {
+    if (l.jobs.count(job)) out.push_back(name);
+  }
+  return out;
+}
+
+json PolicyHosts::figures_json(uint64_t job) const {
+  auto f = cb_.figures(job);
+  return figures_to_json(f ? *f : empty_figures(job));
+}
+
+json PolicyHosts::status() const {
+  json out = json::array();
+  const uint64_t t = now();
+  for (const auto& [name, l] : loaded_) {
+    json applied = json::object(), refused = json::object(), jobs = json::array();
+    for (int k = 0; k < kActionKindCount; ++k) {
+      applied[action_kind_name(static_cast<ActionKind>(k))] = l.applied[k];
+      refused[action_kind_name(static_cast<ActionKind>(k))] = l.refused[k];
+    }
+    for (const auto& [job, config] : l.jobs) jobs.push_back(job);
+    json s{{"name", name},
+           {"path", l.path},
+           {"state", state_name(static_cast<int>(l.state))},
+           {"pid", l.host ? json(l.host->pid()) : json(nullptr)},
+           {"description", l.info.description},
+           {"jobs", std::move(jobs)},
+           {"pinned", l.pinned},
+           {"failures", l.failures},
+           {"restarts", l.restarts},
+           {"last_failure", l.last_failure.empty() ? json(nullptr) : json(l.last_failure)},
+           {"actions_applied", std::move(applied)},
+           {"actions_refused", std::move(refused)},
+           {"actions_dropped", l.dropped_actions},
+           {"ticks", l.ticks},
+           {"tick_seconds", {{"last", l.tick_seconds_last},
+                             {"max", l.tick_seconds_max},
+                             {"mean", l.ticks ? l.tick_seconds_sum / static_cast<double>(l.ticks) : 0.0}}}};
+    if (l.state == State::kFailed) s["restart_in_seconds"] = l.restart_at_ns > t ? (l.restart_at_ns - t) / 1e9 : 0.0;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<int> PolicyHosts::fds() const {
+  std::vector<int> out;
+  for (const auto& [name, l] : loaded_) {
+    if (l.host) out.push_back(l.host->fd());
+  }
+  return out;
+}
+
+}  // namespace mlos::policy

@@ -1,0 +1,158 @@
+// The policy manager: which policies are loaded, which jobs use each, and
+// the life of their host processes. A policy is loaded (its host started
+// and initialised) at the first job's request and unloaded a grace period
+// after its last job goes. Events (attach, detach, phase and pressure
+// changes, periodic ticks) go to a host one at a time; what the policy asks
+// for comes back as actions, which the owner of this object applies after
+// its own grant checks.
+//
+// Containment: a host that crashes, closes its socket, sends anything
+// malformed, or misses the reply deadline is killed and marked failed. The
+// jobs it served lose its effects at once (Callbacks::reset: back to the
+// built-in defaults) but keep the policy: it is restarted with exponential
+// backoff, re-initialised and re-attached to them. Nothing a host does can
+// block its owner for longer than one deadline.
+//
+// Single-threaded: mlosd's event loop (or the library's policy thread)
+// calls every method.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "mlos/policy.h"
+#include "policy/policy_catalog.h"
+#include "policy/policy_host_process.h"
+#include "policy/policy_protocol.h"
+
+namespace mlos::policy {
+
+struct PolicyHostsOptions {
+  std::string host_binary;            // mlos-policyhost
+  std::string policy_dir;
+  std::optional<uid_t> also_trusted;  // besides root (embedded mode: the user)
+  std::string run_as;                 // hosts started as root become this user ("" = nobody)
+  uint64_t memory_limit = 256ull << 20;
+  int deadline_ms = 1000;             // a host answers every event within this
+  int start_deadline_ms = 5000;       // spawn, load and init
+  int unload_grace_ms = 30000;        // after the last job leaves
+  int backoff_initial_ms = 1000;      // first restart after a failure
+  int backoff_max_ms = 60000;
+  int stable_after_ms = 60000;        // a host up this long starts its next backoff afresh
+  nlohmann::json node_config = nlohmann::json::object();  // {"<policy>": {...}} given to init
+};
+
+class PolicyHosts {
+ public:
+  struct Callbacks {
+    // The job's figures now; nullopt: the job is gone.
+    std::function<std::optional<mlos_policy_job_figures_t>(uint64_t job)> figures;
+    // Applies one action of `policy`; an error is a refusal (counted, and
+    // logged the first time per policy and kind).
+    std::function<Status(const std::string& policy, const Action& action)> apply;
+    // Undoes every effect `policy` had on `job` (it detached or failed).
+    std::function<void(const std::string& policy, uint64_t job)> reset;
+    std::function<uint64_t()> now_ns;  // monotonic
+  };
+
+  PolicyHosts(PolicyHostsOptions options, Callbacks callbacks);
+  ~PolicyHosts();  // stops every host
+  PolicyHosts(const PolicyHosts&) = delete;
+  PolicyHosts& operator=(const PolicyHosts&) = delete;
+
+  // Attaches `job` to policy `name` with the job's `config`, loading the
+  // policy first if needed; waits for the policy's verdict. Errors:
+  // NOT_FOUND (no such policy in the directory, or it was skipped: says
+  // why), VERSION_MISMATCH / INVALID_ARGUMENT (the host refused to load it,
+  // or the policy refused the config: the message names the key),
+  // POLICY_FAILED (the host crashed or hung, now or recently: it is in
+  // backoff), INVALID_ARGUMENT (already attached with another config).
+  Status attach(const std::string& name, uint64_t job, const nlohmann::json& config);
+  // NOT_FOUND if `job` does not use `name`.
+  Status detach(const std::string& name, uint64_t job);
+  void detach_job(uint64_t job);  // from every policy (the job ended)
+  // Event notifications for every policy `job` uses.
+  void phase_changed(uint64_t job, int old_phase, int new_phase);
+  void pressure_changed(uint64_t job, int level);
+  // Reads replies, applies actions, fails hung hosts, sends due ticks,
+  // restarts failed hosts whose backoff ran out, unloads idle ones.
+  void poll();
+
+  // Root's explicit load: started now and kept without jobs until
+  // unload(). unload() refuses (INVALID_ARGUMENT) while jobs use it;
+  // NOT_FOUND if it is not loaded.
+  Status load(const std::string& name);
+  Status unload(const std::string& name);
+
+  Result<PolicyCatalog> catalog() const;
+  std::vector<std::string> policies_of(uint64_t job) const;
+  // Per loaded policy: state, pid, jobs, failures, restarts, last failure,
+  // actions applied and refused by kind, ticks and their latency.
+  nlohmann::json status() const;
+  // The hosts' sockets, for an event loop that wants to wake on replies.
+  std::vector<int> fds() const;
+  const PolicyHostsOptions& options() const { return o_; }
+
+ private:
+  enum class State { kStarting, kRunning, kFailed };
+  struct Event {
+    std::string op;
+    nlohmann::json args;
+    uint64_t job = 0;  // attach: whose verdict this is
+  };
+  struct Loaded {
+    std::string name, path;
+    State state = State::kStarting;
+    std::unique_ptr<PolicyHostProcess> host;
+    PolicyInfo info;
+    std::map<uint64_t, nlohmann::json> jobs;  // attached jobs -> their config
+    bool pinned = false;
+    uint64_t started_ns = 0, idle_since_ns = 0, next_tick_ns = 0, restart_at_ns = 0;
+    int backoff_ms = 0;
+    std::deque<Event> queue;
+    std::optional<Event> in_flight;
+    uint64_t in_flight_id = 0, in_flight_since_ns = 0;
+    std::string last_failure;
+    uint64_t failures = 0, restarts = 0, ticks = 0, dropped_actions = 0;
+    double tick_seconds_last = 0, tick_seconds_max = 0, tick_seconds_sum = 0;
+    std::array<uint64_t, kActionKindCount> applied{}, refused{};
+    std::set<int> refusal_logged;  // action kinds whose refusal was logged
+  };
+
+  Result<Loaded*> loaded_or_start(const std::string& name);
+  // Spawns the host and queues init (and an attach per job); kStarting.
+  Status start(Loaded& l);
+  void fail(Loaded& l, const std::string& why);
+  void enqueue(Loaded& l, Event e);
+  void dispatch(Loaded& l);
+  // Handles whatever replies arrived; false if the host failed.
+  bool drain(Loaded& l);
+  // Blocks until `l` has nothing queued or in flight (or failed), at most
+  // until `until_ns`.
+  void settle(Loaded& l, uint64_t until_ns);
+  void handle_reply(Loaded& l, const HostReply& reply);
+  void apply_actions(Loaded& l, const std::vector<Action>& actions);
+  nlohmann::json figures_json(uint64_t job) const;
+  void stop_host(Loaded& l);
+  uint64_t now() const { return cb_.now_ns(); }
+
+  PolicyHostsOptions o_;
+  Callbacks cb_;
+  std::map<std::string, Loaded> loaded_;
+  std::map<std::pair<std::string, uint64_t>, Error> verdicts_;  // refused attaches, read by attach()
+};
+
+}  // namespace mlos::policy

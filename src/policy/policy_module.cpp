@@ -1,0 +1,62 @@
+#include "policy/policy_module.h"
+
+#include <dlfcn.h>
+
+namespace mlos::policy {
+
+bool valid_policy_name(const std::string& name) {
+  if (name.empty() || name.size() > 63 || name[0] == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return make_error(MLOS_ERR_NOT_FOUND, "cannot load policy " + path + ": " + (why ? why : "dlopen failed"));
+  }
+  // Never dlclose()d: the host exists for this one policy.
+  auto entry = reinterpret_cast<mlos_policy_entry_fn>(dlsym(handle, MLOS_POLICY_ENTRY));
+  if (entry == nullptr) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT,
+                      path + " is not an mlOS policy: it exports no " MLOS_POLICY_ENTRY " (include/mlos/policy.h)");
+  }
+  const mlos_policy_t* p = entry();
+  if (p == nullptr) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": " MLOS_POLICY_ENTRY "() returned NULL");
+  if (p->abi_version != MLOS_POLICY_ABI_VERSION) {
+    return make_error(MLOS_ERR_VERSION_MISMATCH, path + " was built for policy ABI " +
+                                                     std::to_string(p->abi_version) + ", this host speaks " +
+                                                     std::to_string(MLOS_POLICY_ABI_VERSION));
+  }
+  if (p->struct_size < sizeof(mlos_policy_t)) {
+    return make_error(MLOS_ERR_VERSION_MISMATCH, path + ": its mlos_policy_t is " + std::to_string(p->struct_size) +
+                                                     " bytes, this host's is " +
+                                                     std::to_string(sizeof(mlos_policy_t)));
+  }
+  const std::string name = p->name != nullptr ? p->name : "";
+  if (!valid_policy_name(name)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": policy name '" + name.substr(0, 64) +
+                                                     "' is not [a-z0-9-]{1,63}");
+  }
+  if (name != expected_name) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " calls itself '" + name + "', which clashes with its file name ('" +
+                                                     expected_name + "')");
+  }
+  if (p->init == nullptr) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": policy '" + name + "' has no init");
+  return p;
+}
+
+PolicyInfo describe(const mlos_policy_t& policy) {
+  PolicyInfo info;
+  info.name = policy.name != nullptr ? policy.name : "";
+  info.description = policy.description != nullptr ? policy.description : "";
+  info.config_schema = policy.config_schema != nullptr ? policy.config_schema : "";
+  info.tick_interval_ms = policy.tick_interval_ms == 0 ? 1000 : policy.tick_interval_ms;
+  return info;
+}
+
+}  // namespace mlos::policy

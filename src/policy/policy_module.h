@@ -1,0 +1,30 @@
+// Loading a policy's shared object and checking it against the ABI in
+// include/mlos/policy.h. Runs only inside mlos-policyhost (a policy's code,
+// constructors included, never runs in mlosd or a training process).
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "mlos/policy.h"
+#include "policy/policy_protocol.h"
+
+namespace mlos::policy {
+
+// Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
+bool valid_policy_name(const std::string& name);
+
+// dlopen()s `path` (RTLD_NOW | RTLD_LOCAL) and returns its policy, which
+// stays loaded for the life of the process. Errors, each naming the file:
+//  - NOT_FOUND: dlopen failed (missing file or dependency, bad ELF);
+//  - INVALID_ARGUMENT: no MLOS_POLICY_ENTRY symbol, the entry returned
+//    NULL, no init, an invalid name, or a name other than `expected_name`
+//    (a file may not pose as another policy);
+//  - VERSION_MISMATCH: abi_version differs from MLOS_POLICY_ABI_VERSION or
+//    struct_size is smaller than this host's sizeof(mlos_policy_t).
+Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name);
+
+// The policy's self-description (strings copied; NULLs become "").
+PolicyInfo describe(const mlos_policy_t& policy);
+
+}  // namespace mlos::policy

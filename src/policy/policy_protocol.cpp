@@ -1,0 +1,221 @@
+#include "policy/policy_protocol.h"
+
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/json_fields.h"
+
+namespace mlos::policy {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kKindNames[kActionKindCount] = {"cpu_weight", "io_weight", "memory_high",
+                                                      "memory_low", "threads",   "file_advice"};
+
+double number_field(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number()) throw std::invalid_argument(std::string("'") + key + "' must be a number");
+  return v.get<double>();
+}
+
+int int_field(const json& j, const char* key, int lo, int hi) { return int_in_range(j.at(key), key, lo, hi); }
+
+}  // namespace
+
+const char* action_kind_name(ActionKind kind) { return kKindNames[static_cast<int>(kind)]; }
+
+std::optional<ActionKind> action_kind_from_name(std::string_view name) {
+  for (int i = 0; i < kActionKindCount; ++i) {
+    if (name == kKindNames[i]) return static_cast<ActionKind>(i);
+  }
+  return std::nullopt;
+}
+
+json action_to_json(const Action& a) {
+  json j{{"job", a.job}, {"kind", action_kind_name(a.kind)}, {"value", a.value}};
+  if (a.kind == ActionKind::kFileAdvice) j["path"] = a.path;
+  return j;
+}
+
+Result<Action> action_from_json(const json& j) {
+  try {
+    if (!j.is_object()) throw std::invalid_argument("an action must be an object");
+    Action a;
+    a.job = non_negative_field(j, "job");
+    const json& kind = j.at("kind");
+    if (!kind.is_string()) throw std::invalid_argument("'kind' must be a string");
+    auto k = action_kind_from_name(kind.get<std::string>());
+    if (!k) throw std::invalid_argument("unknown action kind '" + kind.get<std::string>().substr(0, 64) + "'");
+    a.kind = *k;
+    a.value = non_negative_field(j, "value");
+    if (j.contains("path")) {
+      if (a.kind != ActionKind::kFileAdvice) throw std::invalid_argument("'path' is for file_advice only");
+      if (!j["path"].is_string()) throw std::invalid_argument("'path' must be a string");
+      a.path = j["path"].get<std::string>();
+      if (a.path.empty() || a.path.size() >= PATH_MAX) throw std::invalid_argument("'path' must be 1..PATH_MAX-1 bytes");
+    } else if (a.kind == ActionKind::kFileAdvice) {
+      throw std::invalid_argument("file_advice needs a 'path'");
+    }
+    return a;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad action: ") + e.what());
+  }
+}
+
+mlos_policy_job_figures_t empty_figures(uint64_t job) {
+  mlos_policy_job_figures_t f;
+  std::memset(&f, 0, sizeof f);
+  f.struct_size = sizeof f;
+  f.job = job;
+  f.primary_node = -1;
+  f.cpu_seconds = f.owner_cpu_seconds = f.cpus_busy_seconds = -1;
+  f.memory_pressure_level = -1;
+  return f;
+}
+
+json figures_to_json(const mlos_policy_job_figures_t& f) {
+  json seconds = json::array(), entries = json::array();
+  for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+    seconds.push_back(f.phase_seconds[p]);
+    entries.push_back(f.phase_entries[p]);
+  }
+  return json{{"job", f.job},
+              {"now", f.now_seconds},
+              {"phase", f.phase},
+              {"priority", f.priority},
+              {"phase_seconds", std::move(seconds)},
+              {"phase_entries", std::move(entries)},
+              {"num_cpus", f.num_cpus},
+              {"cpus", std::string(f.cpus, strnlen(f.cpus, sizeof f.cpus))},
+              {"cpus_truncated", f.cpus_truncated != 0},
+              {"primary_node", f.primary_node},
+              {"recommended_threads", f.recommended_threads},
+              {"cpu_seconds", f.cpu_seconds},
+              {"owner_cpu_seconds", f.owner_cpu_seconds},
+              {"cpus_busy_seconds", f.cpus_busy_seconds},
+              {"memory_bytes", f.memory_bytes},
+              {"memory_limit_bytes", f.memory_limit_bytes},
+              {"memory_known", f.memory_known != 0},
+              {"memory_pressure_level", f.memory_pressure_level}};
+}
+
+Result<mlos_policy_job_figures_t> figures_from_json(const json& j) {
+  try {
+    if (!j.is_object()) throw std::invalid_argument("figures must be an object");
+    mlos_policy_job_figures_t f = empty_figures(non_negative_field(j, "job"));
+    f.now_seconds = number_field(j, "now");
+    f.phase = int_field(j, "phase", 0, MLOS_TRAINING_PHASE_COUNT - 1);
+    f.priority = int_field(j, "priority", MLOS_PRIORITY_MIN, MLOS_PRIORITY_MAX);
+    const json& seconds = j.at("phase_seconds");
+    const json& entries = j.at("phase_entries");
+    if (!seconds.is_array() || seconds.size() != MLOS_TRAINING_PHASE_COUNT || !entries.is_array() ||
+        entries.size() != MLOS_TRAINING_PHASE_COUNT) {
+      throw std::invalid_argument("phase_seconds and phase_entries must hold one value per phase");
+    }
+    for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+      if (!seconds[p].is_number() || !is_non_negative_integer(entries[p])) {
+        throw std::invalid_argument("phase figures must be numbers");
+      }
+      f.phase_seconds[p] = seconds[p].get<double>();
+      f.phase_entries[p] = entries[p].get<uint64_t>();
+    }
+    f.num_cpus = int_field(j, "num_cpus", 0, INT_MAX);
+    const json& cpus = j.at("cpus");
+    if (!cpus.is_string() || cpus.get<std::string>().size() >= sizeof f.cpus) {
+      throw std::invalid_argument("'cpus' must be a cpu list shorter than MLOS_POLICY_CPU_LIST_MAX");
+    }
+    const std::string list = cpus.get<std::string>();
+    std::memcpy(f.cpus, list.c_str(), list.size() + 1);
+    if (!j.at("cpus_truncated").is_boolean() || !j.at("memory_known").is_boolean()) {
+      throw std::invalid_argument("'cpus_truncated' and 'memory_known' must be booleans");
+    }
+    f.cpus_truncated = j["cpus_truncated"].get<bool>() ? 1 : 0;
+    f.primary_node = int_field(j, "primary_node", -1, INT_MAX);
+    f.recommended_threads = int_field(j, "recommended_threads", 0, INT_MAX);
+    f.cpu_seconds = number_field(j, "cpu_seconds");
+    f.owner_cpu_seconds = number_field(j, "owner_cpu_seconds");
+    f.cpus_busy_seconds = number_field(j, "cpus_busy_seconds");
+    f.memory_bytes = non_negative_field(j, "memory_bytes");
+    f.memory_limit_bytes = non_negative_field(j, "memory_limit_bytes");
+    f.memory_known = j["memory_known"].get<bool>() ? 1 : 0;
+    f.memory_pressure_level = int_field(j, "memory_pressure_level", -1, 2);
+    return f;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad job figures: ") + e.what());
+  }
+}
+
+json PolicyInfo::to_json() const {
+  return json{{"name", name},
+              {"description", description},
+              {"config_schema", config_schema},
+              {"tick_interval_ms", tick_interval_ms}};
+}
+
+Result<PolicyInfo> policy_info_from_json(const json& j) {
+  try {
+    PolicyInfo info;
+    for (const char* key : {"name", "description", "config_schema"}) {
+      if (!j.at(key).is_string()) throw std::invalid_argument(std::string("'") + key + "' must be a string");
+    }
+    info.name = j["name"].get<std::string>();
+    info.description = j["description"].get<std::string>();
+    info.config_schema = j["config_schema"].get<std::string>();
+    info.tick_interval_ms = static_cast<uint32_t>(int_field(j, "tick_interval_ms", 1, 3600 * 1000));
+    return info;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad policy info: ") + e.what());
+  }
+}
+
+Result<HostReply> parse_host_reply(const json& payload) {
+  try {
+    if (!payload.is_object()) throw std::invalid_argument("a reply must be an object");
+    HostReply r;
+    r.id = non_negative_field(payload, "id");
+    const json& ok = payload.at("ok");
+    if (!ok.is_boolean()) throw std::invalid_argument("'ok' must be a boolean");
+    if (!ok.get<bool>()) {
+      const json& e = payload.at("error");
+      if (!e.is_object() || !e.at("code").is_number_integer() || !e.at("message").is_string()) {
+        throw std::invalid_argument("'error' must hold a code and a message");
+      }
+      r.error = make_error(e["code"].get<int>(), e["message"].get<std::string>().substr(0, kMaxLogLength));
+    }
+    if (payload.contains("actions")) {
+      const json& actions = payload["actions"];
+      if (!actions.is_array() || actions.size() > kMaxActionsPerReply) {
+        throw std::invalid_argument("'actions' must be an array of at most " + std::to_string(kMaxActionsPerReply));
+      }
+      for (const json& a : actions) {
+        auto action = action_from_json(a);
+        if (!action) throw std::invalid_argument(action.error().message);
+        r.actions.push_back(std::move(*action));
+      }
+    }
+    if (payload.contains("dropped_actions")) r.dropped_actions = non_negative_field(payload, "dropped_actions");
+    if (payload.contains("logs")) {
+      const json& logs = payload["logs"];
+      if (!logs.is_array() || logs.size() > kMaxLogsPerReply) {
+        throw std::invalid_argument("'logs' must be an array of at most " + std::to_string(kMaxLogsPerReply));
+      }
+      for (const json& l : logs) {
+        if (!l.is_object() || !l.at("message").is_string()) throw std::invalid_argument("a log line needs a message");
+        r.logs.push_back(HostLog{int_field(l, "level", MLOS_POLICY_LOG_ERROR, MLOS_POLICY_LOG_DEBUG),
+                                 l["message"].get<std::string>().substr(0, kMaxLogLength)});
+      }
+    }
+    if (payload.contains("info")) {
+      if (!payload["info"].is_object()) throw std::invalid_argument("'info' must be an object");
+      r.info = payload["info"];
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("policy host sent a bad reply: ") + e.what());
+  }
+}
+
+}  // namespace mlos::policy

@@ -1,0 +1,94 @@
+// What mlosd (or the library) and a policy host say to each other over
+// their socketpair: the control socket's frames (daemon/frame_codec.h), one
+// request at a time, each answered by one reply.
+//
+//   to the host (requests)                     the host's reply
+//   {"op":"init","config":{..}}                info (see PolicyInfo) or error
+//   {"op":"attach","job":N,"config":{..},"figures":{..}}   actions, or error (bad config)
+//   {"op":"detach","job":N}                    actions
+//   {"op":"phase","job":N,"old":P,"new":P,"figures":{..}}  actions
+//   {"op":"pressure","job":N,"level":L,"figures":{..}}     actions
+//   {"op":"tick","now":S,"jobs":[figures..]}   actions
+//   {"op":"stop"}                              ok; the host calls fini and exits 0
+//
+// Every reply may carry "actions" (at most kMaxActionsPerReply; the host
+// counts the rest in "dropped_actions") and "logs" (at most kMaxLogsPerReply
+// lines of at most kMaxLogLength bytes). The host's side is untrusted: the
+// parsers here are strict and bounded, and fuzzed (tests/fuzz).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "mlos/policy.h"
+
+namespace mlos::policy {
+
+constexpr size_t kMaxActionsPerReply = 256;
+constexpr size_t kMaxLogsPerReply = 16;
+constexpr size_t kMaxLogLength = 512;
+constexpr uint32_t kMaxHostPayload = 256 * 1024;  // either direction
+
+enum class ActionKind { kCpuWeight, kIoWeight, kMemoryHigh, kMemoryLow, kThreads, kFileAdvice };
+constexpr int kActionKindCount = 6;
+
+const char* action_kind_name(ActionKind kind);
+std::optional<ActionKind> action_kind_from_name(std::string_view name);
+
+// One thing a policy asked for. `value`: the weight, bytes, thread count or
+// mlos_policy_file_advice_t; `path` for kFileAdvice only.
+struct Action {
+  uint64_t job = 0;
+  ActionKind kind = ActionKind::kCpuWeight;
+  uint64_t value = 0;
+  std::string path;
+  bool operator==(const Action&) const = default;
+};
+
+nlohmann::json action_to_json(const Action& a);
+// INVALID_ARGUMENT naming what is wrong: unknown kind, missing or mistyped
+// field, a path on another kind or longer than PATH_MAX.
+Result<Action> action_from_json(const nlohmann::json& j);
+
+nlohmann::json figures_to_json(const mlos_policy_job_figures_t& f);
+// Strict: every field present and typed; the cpu list fits the struct.
+Result<mlos_policy_job_figures_t> figures_from_json(const nlohmann::json& j);
+mlos_policy_job_figures_t empty_figures(uint64_t job);
+
+// What a host says about its policy after init.
+struct PolicyInfo {
+  std::string name;
+  std::string description;
+  std::string config_schema;  // may be empty
+  uint32_t tick_interval_ms = 1000;
+  nlohmann::json to_json() const;
+};
+Result<PolicyInfo> policy_info_from_json(const nlohmann::json& j);
+
+struct HostLog {
+  int level = MLOS_POLICY_LOG_INFO;
+  std::string message;
+};
+
+// A host's reply, validated. `error` set when the host answered ok:false.
+struct HostReply {
+  uint64_t id = 0;
+  std::optional<Error> error;
+  std::vector<Action> actions;
+  uint64_t dropped_actions = 0;
+  std::vector<HostLog> logs;
+  nlohmann::json info;  // init's reply: the PolicyInfo fields
+};
+// INVALID_ARGUMENT for anything a well-behaved host does not send (the
+// caller then treats the host as failed): not an object, no id, too many
+// actions or logs, a malformed action.
+Result<HostReply> parse_host_reply(const nlohmann::json& payload);
+
+}  // namespace mlos::policy
