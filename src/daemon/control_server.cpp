@@ -37,7 +37,7 @@ constexpr uint64_t kResyncEveryTicks = 100;   // full pass over the owner pidfds
 
 // Tags in epoll_event.data.u64: the kind in the high bits, the fd below.
 constexpr uint64_t kListen = 1ull << 40, kClient = 2ull << 40, kTimer = 3ull << 40, kSignal = 4ull << 40,
-                   kPidfd = 5ull << 40, kMemory = 6ull << 40, kKindMask = 0xffull << 40;
+                   kPidfd = 5ull << 40, kMemory = 6ull << 40, kPolicy = 7ull << 40, kKindMask = 0xffull << 40;
 
 Status watch(int epoll, int fd, uint64_t tag, uint32_t events) {
   epoll_event ev{};
@@ -240,6 +240,7 @@ void ControlServer::on_client(int fd, uint32_t events) {
         }
         queue_reply(c, handle(c.peer, *req, std::move(passed)));
         sync_memory_wakeups();
+        sync_policy_fds();
       }
     }
     flush(c);
@@ -315,6 +316,26 @@ void ControlServer::sync_memory_wakeups() {
   }
 }
 
+void ControlServer::sync_policy_fds() {
+  if (!epoll_.valid()) return;  // not running (a test driving handle())
+  // A host's socket leaves epoll by itself when the host is ended (its
+  // last descriptor closes); new hosts' sockets are added. A socket number
+  // reused within one tick may go unwatched until the next: the ticks poll
+  // every host anyway, this only makes replies act at once.
+  std::set<int> now;
+  for (int fd : jobs_.policy_fds()) {
+    now.insert(fd);
+    if (policy_fds_.count(fd)) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kPolicy | static_cast<uint32_t>(fd);
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST) {
+      (void)epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
+    }
+  }
+  policy_fds_ = std::move(now);
+}
+
 void ControlServer::sample(bool metrics_due) {
   // Owners with a pidfd are read from /proc a few per tick (a safety net);
   // the full pass over the owners' pidfds, which also retries those that
@@ -322,6 +343,7 @@ void ControlServer::sample(bool metrics_due) {
   jobs_.tick(kSweepPerTick);
   if (ticks_ % kResyncEveryTicks == 0) sync_owner_watches();
   sync_memory_wakeups();
+  sync_policy_fds();
   close_idle_clients(Job::steady_clock_ns());
   if (!listening_) resume_listening();
   if (!metrics_due) return;
@@ -385,6 +407,9 @@ Status ControlServer::run() {
       } else if (kind == kMemory) {
         auto it = memory_wakeups_.find(fd);
         if (it != memory_wakeups_.end()) jobs_.memory_woke(it->second, fd);
+      } else if (kind == kPolicy) {
+        jobs_.policy_woke();  // a policy host answered: apply what it asked for now
+        sync_policy_fds();
       } else if (kind == kPidfd) {
         owner_exited(fd);
       } else if (kind == kSignal) {

@@ -89,6 +89,8 @@ class ControlServer {
   void owner_exited(int pidfd);
   // Brings epoll to JobManager::memory_wakeups().
   void sync_memory_wakeups();
+  // Brings epoll to the policy hosts' sockets (JobManager::policy_fds).
+  void sync_policy_fds();
   // On the metrics updater's thread.
   void write_textfile();
 
@@ -106,6 +108,7 @@ class ControlServer {
   std::map<int, OwnerKey> pidfd_owner_;         // pidfd -> its owner
   std::map<int, uint64_t> memory_wakeups_;    // fd (owned by JobManager) -> job
   uint64_t memory_wakeups_version_ = UINT64_MAX;  // JobManager's at the last sync
+  std::set<int> policy_fds_;                      // policy host sockets in epoll
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
   std::unique_ptr<MetricsUpdater> updater_;  // started at the first sample

@@ -94,6 +94,8 @@ Status DaemonConfig::merge(const json& c) {
         if (!policy) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration: " + policy.error().message);
         next.policy = *policy;
         next.arbitration = v;
+      } else if (key == "policies") {
+        if (Status s = next.policies.merge(v); !s) return make_error(MLOS_ERR_INVALID_ARGUMENT, s.error().message);
       } else if (key == "memory_pressure") {
         auto t = thresholds_from_json(v, MemoryThresholds{});
         if (!t) return make_error(MLOS_ERR_INVALID_ARGUMENT, "memory_pressure: " + t.error().message);
@@ -140,7 +142,8 @@ json DaemonConfig::to_json() const {
               {"client_idle_timeout_ms", client_idle_timeout_ms},
               {"quotas", quotas.to_json()},
               {"arbitration", arbitration},
-              {"memory_pressure", thresholds_to_json(memory_thresholds)}};
+              {"memory_pressure", thresholds_to_json(memory_thresholds)},
+              {"policies", policies.to_json()}};
 }
 
 }  // namespace mlos::daemon

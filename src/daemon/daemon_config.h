@@ -15,6 +15,7 @@
 #include "core/memory_pressure.h"
 #include "core/status.h"
 #include "daemon/arbitration_policy.h"
+#include "daemon/policy_config.h"
 #include "daemon/user_quotas.h"
 
 namespace mlos::daemon {
@@ -55,6 +56,9 @@ struct DaemonConfig {
   // docs/memory-pressure.md); the key "memory_pressure" takes the fields of
   // thresholds_to_json().
   MemoryThresholds memory_thresholds;
+  // Policy modules (docs/policies.md). phase-weights gets "arbitration" as
+  // its node config unless "policies.config" names it.
+  DaemonPolicyConfig policies;
 
   // Applies the keys of `config` over the current values.
   Status merge(const nlohmann::json& config);

@@ -20,7 +20,7 @@ const std::set<std::string>& request_keys() {
   static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
                                           "numa_preference", "exclusive", "priority", "label",
                                           "single_node", "strict_membind", "page_fd", "envelope", "dry_run",
-                                          "allowed_cpus"};
+                                          "allowed_cpus", "policies"};
   return keys;
 }
 
@@ -55,6 +55,8 @@ struct RequestExtras {
   // The requester's own CPUs (its affinity), an outer bound of its
   // placement; nullopt: not given (any of the node's).
   std::optional<CpuSet> allowed;
+  // Policy modules to attach, by name, with the job's config for each.
+  json policies = json::object();
 };
 
 Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
@@ -76,6 +78,14 @@ Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
     x->page_fd = int_field(a, "page_fd", -1);
     x->envelope = bool_field(a, "envelope");
     x->dry_run = bool_field(a, "dry_run");
+    if (a.contains("policies")) {
+      const json& p = a["policies"];
+      if (!p.is_object()) throw std::invalid_argument("policies must be an object of policy name -> config object");
+      for (const auto& [name, config] : p.items()) {
+        if (!config.is_object()) throw std::invalid_argument("the config of policy " + name + " must be an object");
+      }
+      x->policies = p;
+    }
     if (a.contains("allowed_cpus")) {
       if (!a["allowed_cpus"].is_string()) throw std::invalid_argument("allowed_cpus must be a CPU list string");
       auto set = CpuSet::parse_list(a["allowed_cpus"].get<std::string>());
@@ -107,7 +117,11 @@ const char* phase_label(bool marked, mlos_training_phase_t phase) {
 }  // namespace
 
 JobManager::JobManager(JobManagerDeps deps)
-    : d_(std::move(deps)), cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none") {}
+    : d_(std::move(deps)), cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none") {
+  if (d_.policy_hosts) policies_ = d_.policy_hosts(policy_callbacks());
+}
+
+JobManager::~JobManager() = default;
 
 JobRegistry JobManager::registry() const {
   JobRegistry r;
@@ -290,6 +304,11 @@ Result<std::vector<std::string>> JobManager::recover() {
   // Claims made in the embedded ledger while mlosd was down.
   const std::vector<std::string> from_ledger = follow_ledger();
   report.insert(report.end(), from_ledger.begin(), from_ledger.end());
+  // Policy hosts die with the daemon that started them: the adopted jobs
+  // get theirs again (a policy that cannot come back is a note).
+  for (auto& [id, j] : jobs_) {
+    if (j.record.ledger_claim == 0) (void)attach_policies(j, false);
+  }
   // What a previous mlosd confined (Confinement::load, by the caller),
   // reconciled with the jobs adopted: re-applied or undone.
   confine();
@@ -324,6 +343,10 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
     l.memory_high = memory / 10 * 9;
     if (steer.checkpoint) l.memory_low = memory;
   }
+  // A policy's memory settings stand for these, within the hard limit
+  // (checked when the policy asked: apply_policy_action).
+  if (j.effects.memory_high.value) l.memory_high = *j.effects.memory_high.value;
+  if (j.effects.memory_low.value) l.memory_low = *j.effects.memory_low.value;
   return l;
 }
 
@@ -368,8 +391,11 @@ std::optional<PhaseSnapshot> JobManager::phase_snapshot(const Live& j) const {
 
 void JobManager::follow_phase(Live& j) {
   if (auto snap = phase_snapshot(j)) {
+    const bool changed = !j.marked || j.phase != snap->phase;
+    const mlos_training_phase_t old = j.phase;
     j.marked = true;
     j.phase = snap->phase;
+    if (changed && policies_) policies_->phase_changed(j.record.id, old, j.phase);
   }
   // A nested job has no cgroup of its own: its phase steers the cgroup of
   // the job it runs in (under `mlos run`, the command's job steers the
@@ -393,11 +419,16 @@ JobManager::Steering JobManager::steering(const Live& j) const {
   std::vector<const Live*> todo{&j};
   for (size_t i = 0; i < todo.size() && i < 4096; ++i) {
     const Live& x = *todo[i];
-    if (x.marked) {
+    if (x.effects.cpu_weight.value) {
+      // A policy (phase-weights by default) decides this job's weight; the
+      // phase table below is the fallback when none does.
+      st.weight = std::max(st.weight, *x.effects.cpu_weight.value);
+      any = true;
+    } else if (x.marked) {
       st.weight = std::max(st.weight, d_.policy.weight(x.phase, x.record.priority));
-      st.checkpoint = st.checkpoint || x.phase == MLOS_TRAINING_PHASE_CHECKPOINT;
       any = true;
     }
+    if (x.marked) st.checkpoint = st.checkpoint || x.phase == MLOS_TRAINING_PHASE_CHECKPOINT;
     if (auto c = children_.find(x.record.id); c != children_.end()) {
       for (uint64_t id : c->second) todo.push_back(&jobs_.at(id));
     }
@@ -520,9 +551,19 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
       }
     }
   }
+  live.record.policies = x.policies;
   if (Status s = persist(live); !s) {
     forget(live.record.id, "state file not saved");
     return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
+  }
+  // The policies it asked for are part of the grant: one that cannot be
+  // attached takes the job back, so the caller gets all or nothing.
+  if (Status s = attach_policies(live, true); !s) {
+    const uint64_t id = live.record.id;
+    forget(id, "a policy could not be attached");
+    (void)persist_removal({id});
+    confine();
+    return make_error(s.error().code, "job not granted: " + s.error().message);
   }
   confine();
   json reply{{"job", live.record.id},
@@ -534,6 +575,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
              {"memory_policy", static_cast<int>(placement->memory_policy)},
              {"physical_cores", placement->physical_cores},
              {"cgroup", cgroup_of(live)},
+             {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
              {"notes", live.notes}};
   return reply;
 }
@@ -589,6 +631,7 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   if (it->second.memory) ++memory_wakeups_version_;  // its wake-ups close with it
+  if (policies_) policies_->detach_job(id);
   const JobRecord gone = it->second.record;
   book(gone, -1);
   watched_.erase(id);
@@ -775,6 +818,9 @@ void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node
   }
   if (f.budget_bytes == 0 && !psi_known) return;  // nothing readable: keep the last report
   j.memory->observe(f, d_.now_ns());
+  const int level = static_cast<int>(j.memory->report().level);
+  if (level != j.pressure_level_seen && policies_) policies_->pressure_changed(j.record.id, level);
+  j.pressure_level_seen = level;
 }
 
 std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
@@ -810,6 +856,7 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
     compact_if_due();
   }
   confine();
+  if (policies_) policies_->poll();
   return pruned;
 }
 
@@ -932,6 +979,8 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"exclusive_scope", !j.record.exclusive ? json(nullptr) : json(j.record.confines ? "node" : "mlos")},
              {"source", j.record.ledger_claim != 0 ? "ledger" : "daemon"},
              {"cpu_weight", j.weight},
+             {"policies", policies_ ? json(policies_->policies_of(id)) : json::array()},
+             {"advice", advice_json(j)},
              {"notes", j.notes}};
     if (j.memory) job["memory_pressure"] = report_to_json(j.memory->report());
     job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);

@@ -36,12 +36,14 @@
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
+#include "daemon/policy_effects.h"
 #include "daemon/registry_store.h"
 #include "daemon/user_quotas.h"
 #include "os/cgroup/cgroup_driver.h"
 #include "os/peer_credentials.h"
 #include "os/shared_page.h"
 #include "os/unique_fd.h"
+#include "policy/policy_hosts.h"
 
 namespace mlos::daemon {
 
@@ -90,11 +92,26 @@ struct JobManagerDeps {
   MemoryThresholds memory_thresholds;
   std::function<MemoryFigures()> node_memory;
   std::function<int64_t()> now_unix;
+  // Policy modules (docs/policies.md): builds the manager of policy hosts
+  // with the callbacks the job manager gives it (null: no policies; every
+  // job runs on the built-in defaults). `default_policies` are attached to
+  // every job mlosd grants (not to adopted ledger claims, which cannot read
+  // advice); a failure to attach one is a note, not a refusal.
+  std::function<std::unique_ptr<policy::PolicyHosts>(policy::PolicyHosts::Callbacks)> policy_hosts;
+  std::vector<std::string> default_policies;
+  // The job's CPU time as the policies see it: the owner's (pid) and the
+  // busy time of a set of CPUs; null: unknown (-1 to policies).
+  std::function<Result<double>(pid_t)> process_cpu_seconds;
+  std::function<Result<double>(const CpuSet&)> cpu_busy_seconds;
 };
 
 class JobManager {
  public:
   explicit JobManager(JobManagerDeps deps);
+  ~JobManager();
+  // The policy manager's callbacks point at this object.
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
 
   // Loads the state file and reconciles it: live owners' jobs are adopted
   // with their CPUs unchanged (their cgroups recreated and limits reapplied,
@@ -162,6 +179,26 @@ class JobManager {
   // and tick(); returns what it did, one line each.
   std::vector<std::string> follow_ledger();
 
+  // Policy modules of a job (owner or root): attach `name` with the job's
+  // `config` (recorded, so a restarted mlosd attaches it again), or detach
+  // it. Reply of request_policy: {"policies": [names the job uses]}.
+  Result<nlohmann::json> request_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name,
+                                        const nlohmann::json& config);
+  Status release_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name);
+  // What the job's policies advise now (anyone may read): threads (the
+  // grant's count unless a policy advised one), cpu_weight, who set them,
+  // the policies it uses and those failed now.
+  Result<nlohmann::json> advice(uint64_t job) const;
+  // The policy directory's catalog, the loaded policies, the defaults.
+  nlohmann::json policies_status() const;
+  // Root only: load a policy ahead of any job, or unload an idle one.
+  Status load_policy(const os::PeerCredentials& peer, const std::string& name);
+  Status unload_policy(const os::PeerCredentials& peer, const std::string& name);
+  // The policy hosts' sockets (the event loop wakes on their replies) and
+  // what to do when one is readable.
+  std::vector<int> policy_fds() const;
+  void policy_woke();
+
   // Rewrites the registry's snapshot and empties its journal (a clean
   // stop does this, so the next start reads one file).
   Status write_snapshot();
@@ -191,6 +228,8 @@ class JobManager {
     bool protected_memory = false;       // memory.low applied
     std::vector<std::string> notes;      // degraded effects, one line each
     std::unique_ptr<JobMemoryWatch> memory;  // set by watch_memory
+    PolicyEffects effects;               // what its policies set
+    int pressure_level_seen = -1;        // last level told to its policies
   };
 
   Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
@@ -241,7 +280,22 @@ class JobManager {
   std::string cgroup_of(const Live& job) const;
   os::CgroupLimits limits_for(const Live& job) const;
 
+  // Policy modules (job_manager_policies.cpp).
+  policy::PolicyHosts::Callbacks policy_callbacks();
+  std::optional<mlos_policy_job_figures_t> policy_figures(uint64_t job) const;
+  Status apply_policy_action(const std::string& policy, const policy::Action& action);
+  void take_back_policy(const std::string& policy, uint64_t job);
+  // Attaches the job's recorded policies, then the defaults; failures of
+  // the defaults (and, with `strict` false, of recorded ones) become notes.
+  // With `strict`, the first recorded policy that fails is returned.
+  Status attach_policies(Live& job, bool strict);
+  // The job's cgroup (or its envelope's) after a policy changed its
+  // settings.
+  void refresh_after_policy(Live& job);
+  nlohmann::json advice_json(const Live& job) const;
+
   JobManagerDeps d_;
+  std::unique_ptr<policy::PolicyHosts> policies_;  // null: no policy modules
   std::string cgroup_version_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;

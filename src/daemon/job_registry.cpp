@@ -40,7 +40,8 @@ json JobRecord::to_json() const {
               {"host", host},
               {"envelope", envelope},
               {"ledger_claim", ledger_claim},
-              {"confines", confines}};
+              {"confines", confines},
+              {"policies", policies}};
 }
 
 namespace {
@@ -85,6 +86,14 @@ JobRecord record_from(const json& j) {
   rec.envelope = j.contains("envelope") ? j.at("envelope").get<bool>() : false;
   rec.ledger_claim = j.contains("ledger_claim") ? non_negative_field(j, "ledger_claim") : 0;
   rec.confines = j.contains("confines") ? j.at("confines").get<bool>() : false;
+  // Added with policy modules: optional.
+  rec.policies = j.value("policies", json::object());
+  if (!rec.policies.is_object()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object policies");
+  for (const auto& [name, config] : rec.policies.items()) {
+    if (!config.is_object()) {
+      throw std::invalid_argument("job " + std::to_string(rec.id) + " has a non-object config for policy " + name);
+    }
+  }
   if (rec.parent == rec.id || rec.host == rec.id || (rec.parent != 0 && rec.host != 0)) {
     throw std::invalid_argument("job " + std::to_string(rec.id) + " has an impossible parent/host");
   }

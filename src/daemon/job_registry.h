@@ -58,6 +58,10 @@ struct JobRecord {
   // other process off its CPUs (root, or the configured group): its CPUs
   // leave the pool of unmanaged processes too (daemon/confinement.h).
   bool confines = false;
+  // The policy modules the job asked for, by name, with its config for
+  // each (an object of objects; empty: none). Defaults the daemon attaches
+  // to every job are not recorded: a restarted daemon attaches its own.
+  nlohmann::json policies = nlohmann::json::object();
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -28,6 +28,13 @@ int int_arg(const json& args, const char* key) {
   return args[key].get<int>();
 }
 
+std::string string_arg(const json& args, const char* key) {
+  if (!args.contains(key) || !args[key].is_string() || args[key].get<std::string>().empty()) {
+    throw std::invalid_argument(std::string("'") + key + "' must be a non-empty string");
+  }
+  return args[key].get<std::string>();
+}
+
 // Who holds what, per uid, next to the quotas that bound it (root is
 // exempt: its quota fields are null).
 json users_json(const JobManager& jobs, const RequestContext& ctx) {
@@ -119,6 +126,28 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       reply.update(*status);
       return reply;
     }
+    if (req.op == "policy_request") {
+      const json config = req.args.value("config", json::object());
+      auto attached = jobs.request_policy(peer, job_field(req.args), string_arg(req.args, "name"), config);
+      if (!attached) return error_reply(req.id, attached.error());
+      reply.update(*attached);
+      return reply;
+    }
+    if (req.op == "policy_release") {
+      return done(req.id, jobs.release_policy(peer, job_field(req.args), string_arg(req.args, "name")));
+    }
+    if (req.op == "advice") {
+      auto advice = jobs.advice(job_field(req.args));
+      if (!advice) return error_reply(req.id, advice.error());
+      reply.update(*advice);
+      return reply;
+    }
+    if (req.op == "policies") {
+      reply.update(jobs.policies_status());
+      return reply;
+    }
+    if (req.op == "policy_load") return done(req.id, jobs.load_policy(peer, string_arg(req.args, "name")));
+    if (req.op == "policy_unload") return done(req.id, jobs.unload_policy(peer, string_arg(req.args, "name")));
     if (req.op == "release") return done(req.id, jobs.release(peer, job_field(req.args)));
     if (req.op == "phase") return done(req.id, jobs.set_phase(peer, job_field(req.args), int_arg(req.args, "phase")));
     if (req.op == "attach") return done(req.id, jobs.attach(peer, job_field(req.args), int_arg(req.args, "pid")));

@@ -75,6 +75,8 @@ Result<ProcStat> parse_proc_stat(std::string_view text) {
     s.ppid = std::stoi(f[1]);
     s.nice = std::stoi(f[16]);
     s.start_time = std::stoull(f[19]);
+    s.utime = std::stoull(f[11]);  // field 14
+    s.stime = std::stoull(f[12]);  // field 15
   } catch (const std::exception&) {
     return make_error(MLOS_ERR_SYSTEM, "non-numeric field in /proc stat line");
   }

@@ -23,6 +23,8 @@ struct ProcStat {
   int ppid = 0;
   int nice = 0;
   uint64_t start_time = 0;  // clock ticks since boot
+  uint64_t utime = 0;       // clock ticks in user mode (all threads)
+  uint64_t stime = 0;       // clock ticks in kernel mode
 };
 
 // Parses /proc/<pid>/stat (or task/<tid>/stat). The command name may contain

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "policy/policy_module.h"
+#include "policy/policy_protocol.h"
 
 namespace mlos::policy {
 

@@ -13,6 +13,10 @@ namespace {
 
 constexpr uint64_t kMs = 1000000;
 
+// Nanoseconds from `since` to `now`, 0 if `since` is later (a time taken
+// before an event that was stamped after it).
+uint64_t elapsed(uint64_t now, uint64_t since) { return now > since ? now - since : 0; }
+
 const char* state_name(int s) {
   static const char* names[] = {"starting", "running", "failed"};
   return names[s];
@@ -90,7 +94,8 @@ Status PolicyHosts::start(Loaded& l) {
 void PolicyHosts::fail(Loaded& l, const std::string& why) {
   const std::string ended = l.host ? l.host->terminate() : "not running";
   l.host.reset();
-  const bool was_stable = l.state == State::kRunning && now() - l.started_ns >= static_cast<uint64_t>(o_.stable_after_ms) * kMs;
+  const bool was_stable =
+      l.state == State::kRunning && elapsed(now(), l.started_ns) >= static_cast<uint64_t>(o_.stable_after_ms) * kMs;
   if (was_stable) l.backoff_ms = o_.backoff_initial_ms;
   l.state = State::kFailed;
   l.last_failure = why + " (host " + ended + ")";
@@ -226,8 +231,8 @@ void PolicyHosts::settle(Loaded& l, uint64_t until_ns) {
                                                                                                      : o_.deadline_ms) * kMs;
     const uint64_t until = std::min(until_ns, deadline);
     if (t >= until) {
-      fail(l, "hung: no answer to '" + l.in_flight->op + "' within " + std::to_string((t - l.in_flight_since_ns) / kMs) +
-                  " ms");
+      fail(l, "hung: no answer to '" + l.in_flight->op + "' within " +
+                  std::to_string(elapsed(t, l.in_flight_since_ns) / kMs) + " ms");
       return;
     }
     auto reply = l.host->wait_reply(l.in_flight_id, static_cast<int>((until - t) / kMs) + 1);
@@ -318,7 +323,7 @@ void PolicyHosts::poll() {
       if ((!l.jobs.empty() || l.pinned) && t >= l.restart_at_ns) {
         ++l.restarts;
         if (Status s = start(l); !s) fail(l, "restart: " + s.error().message);
-      } else if (l.jobs.empty() && !l.pinned && t - l.restart_at_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+      } else if (l.jobs.empty() && !l.pinned && elapsed(t, l.restart_at_ns) >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
         unload.push_back(name);
       }
       continue;
@@ -326,7 +331,7 @@ void PolicyHosts::poll() {
     if (!drain(l)) continue;
     if (l.in_flight) {
       const uint64_t limit = static_cast<uint64_t>(l.in_flight->op == "init" ? o_.start_deadline_ms : o_.deadline_ms) * kMs;
-      if (t - l.in_flight_since_ns > limit) {
+      if (elapsed(now(), l.in_flight_since_ns) > limit) {
         fail(l, "hung: no answer to '" + l.in_flight->op + "' within " + std::to_string(limit / kMs) + " ms");
         continue;
       }
@@ -338,7 +343,7 @@ void PolicyHosts::poll() {
       enqueue(l, Event{"tick", json{{"jobs", std::move(jobs)}}, 0});
     }
     if (l.jobs.empty() && !l.pinned && !l.in_flight && l.queue.empty() &&
-        t - l.idle_since_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+        elapsed(t, l.idle_since_ns) >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
       unload.push_back(name);
     }
   }

@@ -25,6 +25,14 @@ int int_field(const json& j, const char* key, int lo, int hi) { return int_in_ra
 
 }  // namespace
 
+bool valid_policy_name(const std::string& name) {
+  if (name.empty() || name.size() > 63 || name[0] == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
 const char* action_kind_name(ActionKind kind) { return kKindNames[static_cast<int>(kind)]; }
 
 std::optional<ActionKind> action_kind_from_name(std::string_view name) {

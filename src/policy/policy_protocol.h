@@ -36,6 +36,9 @@ constexpr size_t kMaxLogsPerReply = 16;
 constexpr size_t kMaxLogLength = 512;
 constexpr uint32_t kMaxHostPayload = 256 * 1024;  // either direction
 
+// Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
+bool valid_policy_name(const std::string& name);
+
 enum class ActionKind { kCpuWeight, kIoWeight, kMemoryHigh, kMemoryLow, kThreads, kFileAdvice };
 constexpr int kActionKindCount = 6;
 

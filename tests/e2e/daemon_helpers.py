@@ -81,7 +81,11 @@ class Daemon:
              "--cgroups", self.cgroups, "--metrics-listen", "127.0.0.1:0", "--sample-interval-ms", "50",
              # The embedded ledger of this test's clients (client_env's
              # MLOS_RUNTIME_DIR), never the node's /run/mlos.
-             "--ledger-dir", str(self.dir)]
+             "--ledger-dir", str(self.dir),
+             # The policies and their host from this build (an installed
+             # mlosd finds them under its prefix).
+             "--policy-dir", str(build_dir() / "policies"),
+             "--policy-host", str(build_dir() / "bin" / "mlos-policyhost")]
         # Node-wide confinement moves every unmanaged process of the machine
         # (other tests' included): off unless a test asks (confine=None
         # leaves it to the test's config file).

@@ -34,6 +34,8 @@
 #include "os/process_handle.h"
 #include "os/process_facts.h"
 #include "os/process_info.h"
+#include "os/cpu_times.h"
+#include "policy/policy_hosts.h"
 
 namespace {
 
@@ -43,6 +45,24 @@ namespace d = mlos::daemon;
 namespace os = mlos::os;
 
 constexpr int kExitFailure = 1, kExitUsage = 2;
+
+// The policy manager's settings from the config. phase-weights is today's
+// arbitration: the "arbitration" object is its node config unless
+// policies.config names it. Hosts drop to policies.user when mlosd is root;
+// an unprivileged mlosd's hosts keep its uid (they cannot switch).
+mlos::policy::PolicyHostsOptions policy_hosts_options(const d::DaemonConfig& c) {
+  mlos::policy::PolicyHostsOptions o;
+  o.host_binary = c.policies.host;
+  o.policy_dir = c.policies.dir;
+  o.run_as = geteuid() == 0 ? c.policies.user : "";
+  o.memory_limit = c.policies.memory_limit_bytes;
+  o.deadline_ms = c.policies.deadline_ms;
+  o.start_deadline_ms = c.policies.start_deadline_ms;
+  o.unload_grace_ms = c.policies.unload_grace_ms;
+  o.node_config = c.policies.config;
+  if (!o.node_config.contains("phase-weights") && !c.arbitration.empty()) o.node_config["phase-weights"] = c.arbitration;
+  return o;
+}
 
 int fail(const std::string& what) {
   std::cerr << "mlosd: " << what << "\n";
@@ -178,6 +198,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   bool check_config = false, quarantine = false;
   std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir, confine;
+  std::string policy_dir, policy_host;
   int sample_ms = 0;
   app.add_option("-c,--config", config_path, "JSON config file (keys in docs/daemon.md); flags override it");
   app.add_flag("--check-config", check_config,
@@ -191,6 +212,8 @@ int main(int argc, char** argv) {
   app.add_option("--ledger-dir", ledger_dir,
                  "Runtime directory of the embedded claim ledger whose claims mlosd adopts (default /run/mlos; "
                  "'' none)");
+  app.add_option("--policy-dir", policy_dir, "Directory of policy modules (config policies.dir; docs/policies.md)");
+  app.add_option("--policy-host", policy_host, "The mlos-policyhost binary (config policies.host)");
   app.add_option("--cgroup-base", cgroup_base, "cgroup under which jobs get theirs (default mlos)");
   app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics (default 127.0.0.1:9464; '' off)");
   app.add_option("--metrics-textfile", metrics_textfile, "Also write metrics to this file (node_exporter textfile)");
@@ -226,6 +249,8 @@ int main(int argc, char** argv) {
   if (app.count("--metrics-listen")) flags["metrics_listen"] = metrics_listen;
   if (!metrics_textfile.empty()) flags["metrics_textfile"] = metrics_textfile;
   if (sample_ms != 0) flags["sample_interval_ms"] = sample_ms;
+  if (!policy_dir.empty()) flags["policies"]["dir"] = policy_dir;
+  if (!policy_host.empty()) flags["policies"]["host"] = policy_host;
   if (Status s = config.merge(flags); !s) {
     std::cerr << "mlosd: " << s.error().describe() << "\n";
     return kExitUsage;
@@ -312,6 +337,14 @@ int main(int argc, char** argv) {
     return f;
   };
   deps.now_unix = [] { return static_cast<int64_t>(time(nullptr)); };
+  deps.process_cpu_seconds = [](pid_t pid) { return os::process_cpu_seconds(pid); };
+  deps.cpu_busy_seconds = [](const mlos::CpuSet& cpus) { return os::cpu_busy_seconds(cpus); };
+  if (config.policies.enabled) {
+    deps.default_policies = config.policies.defaults;
+    deps.policy_hosts = [&config](mlos::policy::PolicyHosts::Callbacks cb) {
+      return std::make_unique<mlos::policy::PolicyHosts>(policy_hosts_options(config), std::move(cb));
+    };
+  }
   d::JobManager jobs(std::move(deps));
 
   auto report = jobs.recover();

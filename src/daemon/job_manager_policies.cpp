@@ -1,0 +1,267 @@
+// JobManager and policy modules: the figures policies read, the grant
+// checks on what they ask for, and taking their effects back when they
+// detach or fail. See policy/policy_hosts.h and docs/policies.md.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "daemon/job_manager.h"
+#include "os/log_sink.h"
+#include "os/unique_fd.h"
+
+namespace mlos::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+// Applies `advice` (mlos_policy_file_advice_t) to `path` for a job of
+// `uid`: only a file that uid owns or that everyone may read (the daemon
+// reads as root; a policy must not warm or drop another user's files).
+Status advise_file(const std::string& path, uint32_t uid, uint64_t advice) {
+  os::UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return make_sys_error(errno, "cannot open " + path, MLOS_ERR_NOT_FOUND);
+  struct stat st{};
+  if (fstat(fd.get(), &st) != 0) return make_sys_error(errno, "cannot stat " + path);
+  if (!S_ISREG(st.st_mode)) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " is not a regular file");
+  if (st.st_uid != uid && !(st.st_mode & S_IROTH)) {
+    return make_error(MLOS_ERR_PERMISSION, path + " is neither the job owner's nor readable by everyone");
+  }
+  int how = POSIX_FADV_NORMAL;
+  switch (advice) {
+    case MLOS_POLICY_FILE_SEQUENTIAL: how = POSIX_FADV_SEQUENTIAL; break;
+    case MLOS_POLICY_FILE_WILLNEED: how = POSIX_FADV_WILLNEED; break;
+    case MLOS_POLICY_FILE_DONTNEED: how = POSIX_FADV_DONTNEED; break;
+    default: return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown file advice " + std::to_string(advice));
+  }
+  if (int rc = posix_fadvise(fd.get(), 0, 0, how); rc != 0) return make_sys_error(rc, "posix_fadvise " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+policy::PolicyHosts::Callbacks JobManager::policy_callbacks() {
+  policy::PolicyHosts::Callbacks cb;
+  cb.figures = [this](uint64_t job) { return policy_figures(job); };
+  cb.apply = [this](const std::string& p, const policy::Action& a) { return apply_policy_action(p, a); };
+  cb.reset = [this](const std::string& p, uint64_t job) { take_back_policy(p, job); };
+  cb.now_ns = [this] { return d_.now_ns(); };
+  return cb;
+}
+
+std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  const Live& j = it->second;
+  mlos_policy_job_figures_t f = policy::empty_figures(id);
+  f.now_seconds = static_cast<double>(d_.now_ns()) / 1e9;
+  f.phase = j.marked ? j.phase : MLOS_TRAINING_PHASE_IDLE;
+  f.priority = j.record.priority;
+  const JobSample s = sample(j);
+  for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+    f.phase_seconds[p] = s.phase_seconds[p];
+    f.phase_entries[p] = s.phase_entries[p];
+  }
+  f.num_cpus = j.record.cpus.count();
+  std::string list = j.record.cpus.to_list();
+  if (list.size() >= sizeof f.cpus) {
+    list.resize(list.rfind(',', sizeof f.cpus - 1));
+    f.cpus_truncated = 1;
+  }
+  std::memcpy(f.cpus, list.c_str(), list.size() + 1);
+  const auto mems = j.record.mems.to_vector();
+  f.primary_node = mems.empty() ? -1 : mems.front();
+  f.recommended_threads = std::max(1, d_.topology.physical_cores_in(j.record.cpus));
+  if (s.cpu_seconds) f.cpu_seconds = *s.cpu_seconds;
+  if (d_.process_cpu_seconds) {
+    if (auto own = d_.process_cpu_seconds(j.record.owner.pid)) f.owner_cpu_seconds = *own;
+  }
+  if (d_.cpu_busy_seconds) {
+    if (auto busy = d_.cpu_busy_seconds(j.record.cpus)) f.cpus_busy_seconds = *busy;
+  }
+  if (s.memory_bytes) {
+    f.memory_bytes = *s.memory_bytes;
+    f.memory_known = 1;
+  }
+  f.memory_limit_bytes = j.record.memory_bytes;
+  if (s.memory_pressure_level) f.memory_pressure_level = *s.memory_pressure_level;
+  return f;
+}
+
+Status JobManager::apply_policy_action(const std::string& policy, const policy::Action& a) {
+  auto it = jobs_.find(a.job);
+  if (it == jobs_.end()) return make_error(MLOS_ERR_NOT_FOUND, "job " + std::to_string(a.job) + " is gone");
+  Live& j = it->second;
+  const uint64_t limit = j.record.memory_bytes;
+  switch (a.kind) {
+    case policy::ActionKind::kCpuWeight:
+      if (a.value < 1 || a.value > 10000) return make_error(MLOS_ERR_INVALID_ARGUMENT, "cpu weight outside 1..10000");
+      if (!d_.cgroups) return make_error(MLOS_ERR_UNSUPPORTED, "mlosd runs without cgroups");
+      j.effects.cpu_weight.set(static_cast<uint32_t>(a.value), policy);
+      refresh_after_policy(j);
+      return Status::Ok();
+    case policy::ActionKind::kThreads:
+      if (a.value < 1 || a.value > static_cast<uint64_t>(j.record.cpus.count())) {
+        return make_error(MLOS_ERR_PERMISSION, "thread count " + std::to_string(a.value) + " outside 1.." +
+                                                   std::to_string(j.record.cpus.count()) + " (the job's CPUs)");
+      }
+      j.effects.threads.set(static_cast<int>(a.value), policy);
+      return Status::Ok();
+    case policy::ActionKind::kMemoryHigh:
+    case policy::ActionKind::kMemoryLow: {
+      if (limit == 0) return make_error(MLOS_ERR_PERMISSION, "the job has no memory limit for a policy to stay within");
+      if (a.value > limit) {
+        return make_error(MLOS_ERR_PERMISSION, std::to_string(a.value) + " bytes is over the job's limit (" +
+                                                   std::to_string(limit) + ")");
+      }
+      if (!d_.cgroups || j.record.parent != 0 || j.record.host != 0) {
+        return make_error(MLOS_ERR_UNSUPPORTED, "the job has no cgroup of its own");
+      }
+      auto& setting = a.kind == policy::ActionKind::kMemoryHigh ? j.effects.memory_high : j.effects.memory_low;
+      setting.set(a.value, policy);
+      apply_cgroup(j, false);
+      return Status::Ok();
+    }
+    case policy::ActionKind::kIoWeight:
+      return make_error(MLOS_ERR_UNSUPPORTED, "mlosd's cgroup drivers set no I/O weight yet");
+    case policy::ActionKind::kFileAdvice:
+      return advise_file(a.path, j.record.uid, a.value);
+  }
+  return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
+}
+
+void JobManager::take_back_policy(const std::string& policy, uint64_t job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  Live& j = it->second;
+  const bool memory = (j.effects.memory_high.value && j.effects.memory_high.by == policy) ||
+                      (j.effects.memory_low.value && j.effects.memory_low.by == policy);
+  if (!j.effects.take_back(policy)) return;
+  if (memory && j.record.parent == 0 && j.record.host == 0) apply_cgroup(j, false);
+  refresh_after_policy(j);
+}
+
+void JobManager::refresh_after_policy(Live& j) {
+  // The weight lands on the cgroup that holds the job: its own, or its
+  // envelope's (follow_phase walks up and refreshes that one).
+  follow_phase(j);
+}
+
+Status JobManager::attach_policies(Live& j, bool strict) {
+  if (!policies_) {
+    if (strict && !j.record.policies.empty()) {
+      return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
+    }
+    return Status::Ok();
+  }
+  const uint64_t id = j.record.id;
+  for (const auto& [name, config] : j.record.policies.items()) {
+    Status s = policies_->attach(name, id, config);
+    if (s) continue;
+    if (strict) return s;
+    j.notes.push_back("policy " + name + ": not attached again (" + s.error().message + ")");
+  }
+  for (const std::string& name : d_.default_policies) {
+    if (j.record.policies.contains(name)) continue;
+    if (Status s = policies_->attach(name, id, json::object()); !s) {
+      const std::string note = "default policy " + name + ": " + s.error().message + "; built-in defaults apply";
+      if (std::find(j.notes.begin(), j.notes.end(), note) == j.notes.end()) j.notes.push_back(note);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name,
+                                        const json& config) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
+  if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "a policy's config must be a JSON object");
+  if ((*j)->record.ledger_claim != 0) {
+    return make_error(MLOS_ERR_UNSUPPORTED, "job " + std::to_string(job) + " is an embedded-ledger claim");
+  }
+  if (Status s = policies_->attach(name, job, config); !s) return s.error();
+  (*j)->record.policies[name] = config;
+  if (Status s = persist(**j); !s) return s.error();
+  return json{{"policies", policies_->policies_of(job)}};
+}
+
+Status JobManager::release_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name) {
+  auto j = owned_job(peer, job);
+  if (!j) return j.error();
+  if (!policies_) return make_error(MLOS_ERR_NOT_FOUND, "this mlosd runs without policy modules");
+  if (Status s = policies_->detach(name, job); !s) return s;
+  (*j)->record.policies.erase(name);
+  return persist(**j);
+}
+
+json JobManager::advice_json(const Live& j) const {
+  json failed = json::array();
+  std::vector<std::string> names;
+  if (policies_) {
+    names = policies_->policies_of(j.record.id);
+    for (const json& p : policies_->status()) {
+      if (p["state"] == "failed" && std::find(names.begin(), names.end(), p["name"].get<std::string>()) != names.end()) {
+        failed.push_back(json{{"name", p["name"]}, {"why", p["last_failure"]}});
+      }
+    }
+  }
+  const auto& t = j.effects.threads;
+  const auto& w = j.effects.cpu_weight;
+  return json{{"threads", t.value ? *t.value : std::max(1, d_.topology.physical_cores_in(j.record.cpus))},
+              {"threads_advised", t.value.has_value()},
+              {"threads_by", t.value ? json(t.by) : json(nullptr)},
+              {"cpu_weight", j.weight != 0 ? json(j.weight) : json(nullptr)},
+              {"cpu_weight_by", w.value ? json(w.by) : json(nullptr)},
+              {"policies", names},
+              {"failed_policies", std::move(failed)}};
+}
+
+Result<json> JobManager::advice(uint64_t job) const {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return make_error(MLOS_ERR_INVALID_HANDLE, "no job " + std::to_string(job));
+  return json{{"advice", advice_json(it->second)}};
+}
+
+json JobManager::policies_status() const {
+  if (!policies_) {
+    return json{{"enabled", false}, {"dir", nullptr}, {"available", json::array()}, {"skipped", json::array()},
+                {"loaded", json::array()}, {"defaults", json::array()}};
+  }
+  json available = json::array(), skipped = json::array();
+  json out{{"enabled", true}, {"dir", policies_->options().policy_dir}};
+  if (auto cat = policies_->catalog()) {
+    for (const auto& p : cat->policies) available.push_back(json{{"name", p.name}, {"path", p.path}});
+    for (const auto& s : cat->skipped) skipped.push_back(json{{"path", s.path}, {"why", s.why}});
+  } else {
+    out["error"] = cat.error().describe();
+  }
+  out["available"] = std::move(available);
+  out["skipped"] = std::move(skipped);
+  out["loaded"] = policies_->status();
+  out["defaults"] = d_.default_policies;
+  return out;
+}
+
+Status JobManager::load_policy(const os::PeerCredentials& peer, const std::string& name) {
+  if (peer.uid != 0) return make_error(MLOS_ERR_PERMISSION, "only root loads policies ahead of jobs");
+  if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
+  return policies_->load(name);
+}
+
+Status JobManager::unload_policy(const os::PeerCredentials& peer, const std::string& name) {
+  if (peer.uid != 0) return make_error(MLOS_ERR_PERMISSION, "only root unloads policies");
+  if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
+  return policies_->unload(name);
+}
+
+std::vector<int> JobManager::policy_fds() const { return policies_ ? policies_->fds() : std::vector<int>{}; }
+
+void JobManager::policy_woke() {
+  if (policies_) policies_->poll();
+}
+
+}  // namespace mlos::daemon

@@ -1,0 +1,90 @@
+#include "daemon/policy_config.h"
+
+#include <stdexcept>
+
+#include "core/json_fields.h"
+#include "policy/policy_protocol.h"
+
+#ifndef MLOS_DEFAULT_POLICY_DIR
+#define MLOS_DEFAULT_POLICY_DIR "/usr/local/lib/mlos/policies"
+#endif
+#ifndef MLOS_DEFAULT_POLICY_HOST
+#define MLOS_DEFAULT_POLICY_HOST "/usr/local/libexec/mlos/mlos-policyhost"
+#endif
+
+namespace mlos::daemon {
+
+using nlohmann::json;
+
+namespace {
+
+std::string absolute_path(const json& v, const std::string& key) {
+  if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>()[0] != '/') {
+    throw std::invalid_argument("policies." + key + " must be an absolute path");
+  }
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+DaemonPolicyConfig::DaemonPolicyConfig() : dir(MLOS_DEFAULT_POLICY_DIR), host(MLOS_DEFAULT_POLICY_HOST) {}
+
+Status DaemonPolicyConfig::merge(const json& c) {
+  if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "policies must be an object");
+  DaemonPolicyConfig next = *this;
+  try {
+    for (const auto& [key, v] : c.items()) {
+      if (key == "enabled") {
+        if (!v.is_boolean()) throw std::invalid_argument("policies.enabled must be true or false");
+        next.enabled = v.get<bool>();
+      } else if (key == "dir") {
+        next.dir = absolute_path(v, key);
+      } else if (key == "host") {
+        next.host = absolute_path(v, key);
+      } else if (key == "defaults") {
+        if (!v.is_array()) throw std::invalid_argument("policies.defaults must be a list of policy names");
+        next.defaults.clear();
+        for (const json& n : v) {
+          if (!n.is_string()) throw std::invalid_argument("policies.defaults must be a list of policy names");
+          next.defaults.push_back(n.get<std::string>());
+        }
+      } else if (key == "config") {
+        if (!v.is_object()) throw std::invalid_argument("policies.config must be an object of policy -> config");
+        for (const auto& [name, cfg] : v.items()) {
+          if (!cfg.is_object()) throw std::invalid_argument("policies.config." + name + " must be an object");
+        }
+        next.config = v;
+      } else if (key == "user") {
+        if (!v.is_string() || v.get<std::string>().empty()) throw std::invalid_argument("policies.user must be a user name");
+        next.user = v.get<std::string>();
+      } else if (key == "deadline_ms") {
+        next.deadline_ms = int_in_range(v, "policies.deadline_ms", 10, 600000);
+      } else if (key == "start_deadline_ms") {
+        next.start_deadline_ms = int_in_range(v, "policies.start_deadline_ms", 100, 600000);
+      } else if (key == "unload_grace_ms") {
+        next.unload_grace_ms = int_in_range(v, "policies.unload_grace_ms", 0, 86400000);
+      } else if (key == "memory_limit_bytes") {
+        if (!is_non_negative_integer(v) || v.get<uint64_t>() < (16ull << 20)) {
+          throw std::invalid_argument("policies.memory_limit_bytes must be an integer >= 16 MiB");
+        }
+        next.memory_limit_bytes = v.get<uint64_t>();
+      } else {
+        throw std::invalid_argument("unknown key 'policies." + key + "'");
+      }
+    }
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, e.what());
+  }
+  *this = std::move(next);
+  return Status::Ok();
+}
+
+json DaemonPolicyConfig::to_json() const {
+  return json{{"enabled", enabled},         {"dir", dir},
+              {"host", host},               {"defaults", defaults},
+              {"config", config},           {"user", user},
+              {"deadline_ms", deadline_ms}, {"start_deadline_ms", start_deadline_ms},
+              {"unload_grace_ms", unload_grace_ms}, {"memory_limit_bytes", memory_limit_bytes}};
+}
+
+}  // namespace mlos::daemon

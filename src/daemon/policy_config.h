@@ -1,0 +1,44 @@
+// mlosd's "policies" config object (docs/policies.md):
+//
+//   "policies": {
+//     "enabled": true,
+//     "dir": "<libdir>/mlos/policies",      only root-owned, not group/other-writable files load
+//     "host": "<libexecdir>/mlos/mlos-policyhost",
+//     "defaults": ["phase-weights", "thread-governor"],   attached to every job
+//     "config": {"<policy>": {...}},        node-wide config given to the policy's init
+//     "user": "nobody",                     hosts drop to this user
+//     "deadline_ms": 1000, "start_deadline_ms": 5000, "unload_grace_ms": 30000,
+//     "memory_limit_bytes": 268435456       each host's address-space limit
+//   }
+//
+// Every key optional; unknown keys and bad values reject the config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace mlos::daemon {
+
+struct DaemonPolicyConfig {
+  bool enabled = true;
+  std::string dir;    // default: the install's, see policy_config.cpp
+  std::string host;
+  std::vector<std::string> defaults{"phase-weights", "thread-governor"};
+  nlohmann::json config = nlohmann::json::object();
+  std::string user = "nobody";
+  int deadline_ms = 1000;
+  int start_deadline_ms = 5000;
+  int unload_grace_ms = 30000;
+  uint64_t memory_limit_bytes = 256ull << 20;
+
+  DaemonPolicyConfig();
+  Status merge(const nlohmann::json& c);
+  nlohmann::json to_json() const;
+};
+
+}  // namespace mlos::daemon
