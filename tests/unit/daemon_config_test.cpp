@@ -49,7 +49,18 @@ json full_config() {
                 {"hold_ms", 2000},
                 {"sample_ms", 200},
                 {"psi_trigger_stall_ms", 300},
-                {"psi_trigger_window_ms", 4000}}}};
+                {"psi_trigger_window_ms", 4000}}},
+              {"policies",
+               {{"enabled", true},
+                {"dir", "/opt/mlos/policies"},
+                {"host", "/opt/mlos/libexec/mlos-policyhost"},
+                {"defaults", {"thread-governor"}},
+                {"config", {{"example", json::object()}}},
+                {"user", "mlos-policy"},
+                {"deadline_ms", 500},
+                {"start_deadline_ms", 3000},
+                {"unload_grace_ms", 1000},
+                {"memory_limit_bytes", 64u << 20}}}};
 }
 
 TEST(DaemonConfigTest, Defaults) {
@@ -95,6 +106,27 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_DOUBLE_EQ(c.memory_thresholds.critical_headroom, 0.10);
   EXPECT_EQ(c.memory_thresholds.hold_ms, 2000u);
   EXPECT_EQ(c.memory_thresholds.psi_trigger_window_ms, 4000u);
+}
+
+TEST(DaemonConfigTest, PoliciesAreReadStrictly) {
+  DaemonConfig c;
+  ASSERT_TRUE(c.merge(full_config()).ok());
+  EXPECT_EQ(c.policies.dir, "/opt/mlos/policies");
+  EXPECT_EQ(c.policies.defaults, std::vector<std::string>{"thread-governor"});
+  EXPECT_EQ(c.policies.deadline_ms, 500);
+  EXPECT_EQ(c.policies.memory_limit_bytes, 64u << 20);
+  for (const json& bad : {json{{"policies", {{"nope", 1}}}}, json{{"policies", {{"dir", "relative"}}}},
+                          json{{"policies", {{"defaults", "phase-weights"}}}},
+                          json{{"policies", {{"config", {{"example", 1}}}}}},
+                          json{{"policies", {{"deadline_ms", 0}}}},
+                          json{{"policies", {{"memory_limit_bytes", 1024}}}}}) {
+    DaemonConfig d;
+    Status s = d.merge(bad);
+    ASSERT_FALSE(s.ok()) << bad.dump();
+    EXPECT_EQ(s.error().code, MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(s.error().message.find("policies"), std::string::npos) << s.error().message;
+    EXPECT_EQ(d.policies.dir, DaemonConfig().policies.dir) << "nothing applied from a rejected config";
+  }
 }
 
 TEST(DaemonConfigTest, MergeKeepsKeysNotGiven) {

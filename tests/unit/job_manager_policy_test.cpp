@@ -1,0 +1,168 @@
+// JobManager's side of policy modules without any host process: the
+// callbacks PolicyHosts would call (apply, reset) are taken from the
+// manager and called directly, so the grant checks and the taking back of
+// a failed policy's effects are tested alone. The hosts themselves are
+// tested with real processes in tests/policy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "daemon/job_manager.h"
+#include "daemon/registry_store.h"
+#include "fakes/fake_cgroup_v2_fs.h"
+#include "os/cgroup/cgroup_driver.h"
+#include "core/topology.h"
+
+namespace mlos::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using policy::Action;
+using policy::ActionKind;
+
+class JobManagerPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "mlos-jobpolicy-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    JobManagerDeps d;
+    d.topology = make_uniform_topology(1, 4, 1);  // CPUs 0-3, one core each
+    d.allowed = d.topology.all_cpus();
+    d.memory = [] { return MemoryAvailability{}; };
+    d.cgroups = os::make_cgroup_v2_driver(cgroupfs_, "mlos");
+    d.state = std::make_shared<RegistryStore>(dir_.string());
+    d.identify = [](pid_t pid) -> Result<ProcessId> { return ProcessId{pid, 7}; };
+    d.is_alive = [](const ProcessId&) { return true; };
+    d.peer_process = [](const os::PeerCredentials& p) -> Result<ProcessId> { return ProcessId{p.pid, 7}; };
+    d.move_process = [](const std::string&, const ProcessId&, uid_t) { return Status::Ok(); };
+    d.now_ns = [] { return uint64_t{1000}; };
+    d.now_unix = [] { return int64_t{1700000000}; };
+    d.quotas.exclusive_cpus_per_uid = 64;
+    // A manager of hosts that can start none (no directory, no binary):
+    // only its callbacks are wanted here.
+    d.policy_hosts = [this](policy::PolicyHosts::Callbacks cb) {
+      callbacks_ = cb;
+      policy::PolicyHostsOptions o;
+      o.host_binary = (dir_ / "no-host").string();
+      o.policy_dir = (dir_ / "no-policies").string();
+      return std::make_unique<policy::PolicyHosts>(o, std::move(cb));
+    };
+    manager_ = std::make_unique<JobManager>(std::move(d));
+  }
+  void TearDown() override {
+    manager_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  uint64_t grant(int cpus, uint64_t memory_bytes = 0) {
+    json args{{"num_cpus", cpus}};
+    if (memory_bytes) args["memory_bytes"] = memory_bytes;
+    auto r = manager_->request(os::PeerCredentials{100 + next_pid_++, 1000, 1000}, args, {});
+    EXPECT_TRUE(r.ok()) << r.error().describe();
+    return r.ok() ? (*r)["job"].get<uint64_t>() : 0;
+  }
+  json advice(uint64_t job) { return (*manager_->advice(job))["advice"]; }
+  json status_of(uint64_t job) {
+    const json status = manager_->status();
+    for (const json& j : status["jobs"]) {
+      if (j["job"] == job) return j;
+    }
+    return json();
+  }
+
+  fs::path dir_;
+  std::shared_ptr<mlos_test::FakeCgroupV2Fs> cgroupfs_ =
+      std::make_shared<mlos_test::FakeCgroupV2Fs>(std::vector<std::string>{"cpuset", "cpu", "io", "memory"});
+  policy::PolicyHosts::Callbacks callbacks_;
+  std::unique_ptr<JobManager> manager_;
+  int next_pid_ = 0;
+};
+
+TEST_F(JobManagerPolicyTest, ThreadAdviceStaysWithinTheJobsCpus) {
+  const uint64_t job = grant(2);
+  EXPECT_EQ(advice(job)["threads"], 2);
+  EXPECT_EQ(advice(job)["threads_advised"], false);
+  ASSERT_TRUE(callbacks_.apply("gov", Action{job, ActionKind::kThreads, 1}).ok());
+  EXPECT_EQ(advice(job)["threads"], 1);
+  EXPECT_EQ(advice(job)["threads_by"], "gov");
+  for (uint64_t bad : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 40}) {
+    Status s = callbacks_.apply("gov", Action{job, ActionKind::kThreads, bad});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code, MLOS_ERR_PERMISSION);
+  }
+  EXPECT_EQ(advice(job)["threads"], 1) << "a refused action changes nothing";
+}
+
+TEST_F(JobManagerPolicyTest, CpuWeightReachesTheCgroupAndIsTakenBackWithThePolicy) {
+  const uint64_t job = grant(1);
+  ASSERT_EQ(status_of(job)["cpu_weight"], 100) << "FORWARD's weight: nothing marked yet";
+  ASSERT_TRUE(callbacks_.apply("pw", Action{job, ActionKind::kCpuWeight, 300}).ok());
+  EXPECT_EQ(status_of(job)["cpu_weight"], 300);
+  EXPECT_EQ(cgroupfs_->file("mlos/job-" + std::to_string(job) + "/cpu.weight").value_or(""), "300");
+  EXPECT_EQ(advice(job)["cpu_weight_by"], "pw");
+  // Another policy's failure leaves it; its own takes it back.
+  callbacks_.reset("other", job);
+  EXPECT_EQ(status_of(job)["cpu_weight"], 300);
+  callbacks_.reset("pw", job);
+  EXPECT_EQ(status_of(job)["cpu_weight"], 100);
+  EXPECT_EQ(advice(job)["cpu_weight_by"], nullptr);
+  for (uint64_t bad : {uint64_t{0}, uint64_t{10001}}) {
+    EXPECT_FALSE(callbacks_.apply("pw", Action{job, ActionKind::kCpuWeight, bad}).ok()) << bad;
+  }
+}
+
+TEST_F(JobManagerPolicyTest, MemorySettingsStayWithinTheJobsLimit) {
+  const uint64_t limited = grant(1, 1'000'000'000), unlimited = grant(1);
+  const std::string high = "mlos/job-" + std::to_string(limited) + "/memory.high";
+  ASSERT_TRUE(callbacks_.apply("m", Action{limited, ActionKind::kMemoryHigh, 500'000'000}).ok());
+  EXPECT_EQ(cgroupfs_->file(high).value_or(""), "500000000");
+  Status over = callbacks_.apply("m", Action{limited, ActionKind::kMemoryHigh, 2'000'000'000});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, MLOS_ERR_PERMISSION);
+  EXPECT_FALSE(callbacks_.apply("m", Action{unlimited, ActionKind::kMemoryLow, 1}).ok())
+      << "no limit to stay within";
+  callbacks_.reset("m", limited);
+  EXPECT_EQ(cgroupfs_->file(high).value_or(""), "900000000") << "back to 90 % of the limit";
+}
+
+TEST_F(JobManagerPolicyTest, UnsupportedAndUnknownTargetsAreRefused) {
+  const uint64_t job = grant(1);
+  Status io = callbacks_.apply("x", Action{job, ActionKind::kIoWeight, 100});
+  ASSERT_FALSE(io.ok());
+  EXPECT_EQ(io.error().code, MLOS_ERR_UNSUPPORTED);
+  EXPECT_FALSE(callbacks_.apply("x", Action{job + 100, ActionKind::kThreads, 1}).ok());
+  Status file = callbacks_.apply("x", Action{job, ActionKind::kFileAdvice, MLOS_POLICY_FILE_WILLNEED,
+                                             (dir_ / "missing").string()});
+  EXPECT_FALSE(file.ok());
+}
+
+TEST_F(JobManagerPolicyTest, ARequestWithAPolicyThatCannotAttachGrantsNothing) {
+  auto r = manager_->request(os::PeerCredentials{200, 1000, 1000},
+                             json{{"num_cpus", 1}, {"policies", {{"nope", json::object()}}}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, MLOS_ERR_NOT_FOUND);
+  EXPECT_NE(r.error().message.find("nope"), std::string::npos) << r.error().message;
+  EXPECT_EQ(manager_->status()["total_jobs"], 0);
+  auto bad = manager_->request(os::PeerCredentials{201, 1000, 1000},
+                               json{{"num_cpus", 1}, {"policies", {{"nope", 1}}}}, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, MLOS_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(JobManagerPolicyTest, FiguresDescribeTheJob) {
+  const uint64_t job = grant(2, 1'000'000'000);
+  auto f = callbacks_.figures(job);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->job, job);
+  EXPECT_EQ(f->num_cpus, 2);
+  EXPECT_EQ(f->recommended_threads, 2);
+  EXPECT_EQ(f->memory_limit_bytes, 1'000'000'000u);
+  EXPECT_EQ(f->phase, MLOS_TRAINING_PHASE_IDLE);
+  EXPECT_FALSE(callbacks_.figures(job + 1).has_value());
+}
+
+}  // namespace
+}  // namespace mlos::daemon
