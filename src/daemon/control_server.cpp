@@ -50,7 +50,7 @@ Status watch(int epoll, int fd, uint64_t tag, uint32_t events) {
 }  // namespace
 
 ControlServer::ControlServer(const DaemonConfig& config, JobManager& jobs, JobMetrics& metrics, json info)
-    : config_(config), jobs_(jobs), metrics_(metrics), info_(std::move(info)) {}
+    : config_(config), jobs_(jobs), metrics_(metrics), info_(std::move(info)), policy_metrics_(*metrics.registry()) {}
 
 ControlServer::~ControlServer() { updater_.reset(); }
 
@@ -350,6 +350,7 @@ void ControlServer::sample(bool metrics_due) {
   if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); });
   updater_->post(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
+  policy_metrics_.update(jobs_.loaded_policies());
   if (auto text = os::read_whole_file("/proc/pressure/memory"); text && text->has_value()) {
     if (auto t = os::parse_pressure_totals(**text)) metrics_.set_memory_stall(t->some_us / 1e6, t->full_us / 1e6);
   }

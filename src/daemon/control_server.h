@@ -28,6 +28,7 @@
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
 #include "daemon/metrics_updater.h"
+#include "daemon/policy_metrics.h"
 #include "os/peer_credentials.h"
 #include "os/process_handle.h"
 #include "os/unique_fd.h"
@@ -112,6 +113,7 @@ class ControlServer {
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
   std::unique_ptr<MetricsUpdater> updater_;  // started at the first sample
+  PolicyMetrics policy_metrics_;
 };
 
 }  // namespace mlos::daemon

@@ -191,6 +191,8 @@ class JobManager {
   Result<nlohmann::json> advice(uint64_t job) const;
   // The policy directory's catalog, the loaded policies, the defaults.
   nlohmann::json policies_status() const;
+  // Just the loaded policies (PolicyHosts::status()): no directory scan.
+  nlohmann::json loaded_policies() const;
   // Root only: load a policy ahead of any job, or unload an idle one.
   Status load_policy(const os::PeerCredentials& peer, const std::string& name);
   Status unload_policy(const os::PeerCredentials& peer, const std::string& name);

@@ -246,6 +246,8 @@ json JobManager::policies_status() const {
   return out;
 }
 
+json JobManager::loaded_policies() const { return policies_ ? policies_->status() : json::array(); }
+
 Status JobManager::load_policy(const os::PeerCredentials& peer, const std::string& name) {
   if (peer.uid != 0) return make_error(MLOS_ERR_PERMISSION, "only root loads policies ahead of jobs");
   if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");

@@ -1,6 +1,9 @@
 #include "policy/policy_hosts.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 
 #include "mlos/log.h"
 #include "os/log_sink.h"
@@ -29,6 +32,14 @@ mlos_log_level_t log_level_of(int policy_level) {
     case MLOS_POLICY_LOG_DEBUG: return MLOS_LOG_DEBUG;
     default: return MLOS_LOG_INFO;
   }
+}
+
+// Resident memory of process `pid` (/proc/<pid>/statm), null if unreadable.
+json resident_bytes(pid_t pid) {
+  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  unsigned long long size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return nullptr;
+  return resident * static_cast<unsigned long long>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace
@@ -411,6 +422,7 @@ json PolicyHosts::status() const {
            {"path", l.path},
            {"state", state_name(static_cast<int>(l.state))},
            {"pid", l.host ? json(l.host->pid()) : json(nullptr)},
+           {"host_resident_bytes", l.host ? resident_bytes(l.host->pid()) : json(nullptr)},
            {"description", l.info.description},
            {"jobs", std::move(jobs)},
            {"pinned", l.pinned},
