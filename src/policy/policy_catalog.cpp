@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <memory>
 
-#include "policy/policy_module.h"
-
 namespace mlos::policy {
 
 namespace {
@@ -26,6 +24,14 @@ std::string distrust(const struct stat& st, std::optional<uid_t> also) {
 }
 
 }  // namespace
+
+bool valid_policy_name(const std::string& name) {
+  if (name.empty() || name.size() > 63 || name[0] == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
 
 const CatalogEntry* PolicyCatalog::find(const std::string& name) const {
   for (const auto& p : policies) {

@@ -32,10 +32,15 @@ struct PolicyCatalog {
   const CatalogEntry* find(const std::string& name) const;
 };
 
+// Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
+// Here rather than in policy_module.h (which uses it too) because the
+// catalog is part of mlos_internal and the module loader is not.
+bool valid_policy_name(const std::string& name);
+
 // Scans `dir` for "<name>.so". A file is a policy when it is a regular file
 // (not a symlink), owned by root or by `also_trusted`, and writable by
 // nobody else (no group or other write bit), and its name is a policy name
-// (policy_module.h). The directory must pass the same ownership test, or
+// (valid_policy_name). The directory must pass the same ownership test, or
 // PERMISSION names it (whoever may write it may plant a policy); a missing
 // directory is an empty catalog (NOT_FOUND is for a requested name).
 Result<PolicyCatalog> scan_policy_dir(const std::string& dir, std::optional<uid_t> also_trusted = std::nullopt);

@@ -4,14 +4,6 @@
 
 namespace mlos::policy {
 
-bool valid_policy_name(const std::string& name) {
-  if (name.empty() || name.size() > 63 || name[0] == '-') return false;
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return true;
-}
-
 Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name) {
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -7,12 +7,10 @@
 
 #include "core/status.h"
 #include "mlos/policy.h"
+#include "policy/policy_catalog.h"  // valid_policy_name
 #include "policy/policy_protocol.h"
 
 namespace mlos::policy {
-
-// Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
-bool valid_policy_name(const std::string& name);
 
 // dlopen()s `path` (RTLD_NOW | RTLD_LOCAL) and returns its policy, which
 // stays loaded for the life of the process. Errors, each naming the file:
