@@ -124,6 +124,18 @@ void PolicyHosts::dispatch(Loaded& l) {
   if (e.op == "tick") e.args["now"] = static_cast<double>(now()) / 1e9;
   auto id = l.host->send(e.op, e.args, o_.deadline_ms);
   if (!id) {
+    // A host that refused to load its policy may have exited before this
+    // request reached it: its refusal (id 0) is still in the socket, and
+    // is the answer.
+    if (auto replies = l.host->receive(); replies) {
+      for (const HostReply& r : *replies) {
+        if (r.id == 0 && r.error) {
+          verdicts_[{l.name, 0}] = *r.error;
+          fail(l, "refused: " + r.error->message);
+          return;
+        }
+      }
+    }
     fail(l, "could not send '" + e.op + "': " + id.error().message);
     return;
   }
