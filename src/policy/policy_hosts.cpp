@@ -330,7 +330,8 @@ void PolicyHosts::poll() {
       if ((!l.jobs.empty() || l.pinned) && t >= l.restart_at_ns) {
         ++l.restarts;
         if (Status s = start(l); !s) fail(l, "restart: " + s.error().message);
-      } else if (l.jobs.empty() && !l.pinned && t - l.restart_at_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+      } else if (l.jobs.empty() && !l.pinned && t >= l.restart_at_ns &&
+                 t - l.restart_at_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
         unload.push_back(name);
       }
       continue;
