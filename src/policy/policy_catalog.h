@@ -35,7 +35,7 @@ struct PolicyCatalog {
 // Scans `dir` for "<name>.so". A file is a policy when it is a regular file
 // (not a symlink), owned by root or by `also_trusted`, and writable by
 // nobody else (no group or other write bit), and its name is a policy name
-// (policy_module.h). The directory must pass the same ownership test, or
+// (valid_policy_name in policy_protocol.h). The directory must pass the same ownership test, or
 // PERMISSION names it (whoever may write it may plant a policy); a missing
 // directory is an empty catalog (NOT_FOUND is for a requested name).
 Result<PolicyCatalog> scan_policy_dir(const std::string& dir, std::optional<uid_t> also_trusted = std::nullopt);

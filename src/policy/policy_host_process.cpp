@@ -122,9 +122,13 @@ Result<std::vector<HostReply>> PolicyHostProcess::receive() {
     pollfd p{fd_.get(), POLLIN, 0};
     if (poll(&p, 1, 0) <= 0) return replies;
     auto n = os::recv_some(fd_.get(), buf, sizeof buf, nullptr);
-    if (!n) return make_sys_error(n.error().sys_errno, "policy host: " + n.error().message, MLOS_ERR_PEER_LOST);
-    if (*n == 0) {
+    // A host that exits without reading what was sent to it (one that
+    // refused to load its policy before the first request arrived) leaves
+    // ECONNRESET behind its last frames: those frames are still said first,
+    // the refusal among them.
+    if (!n || *n == 0) {
       if (!replies.empty()) return replies;  // the rest is said by the next call
+      if (!n) return make_sys_error(n.error().sys_errno, "policy host: " + n.error().message, MLOS_ERR_PEER_LOST);
       return make_error(MLOS_ERR_PEER_LOST, "the policy host closed its socket");
     }
     decoder_.feed(std::string_view(buf, *n));

@@ -140,6 +140,18 @@ void PolicyHosts::dispatch(Loaded& l) {
   if (e.op == "tick") e.args["now"] = static_cast<double>(now()) / 1e9;
   auto id = l.host->send(e.op, e.args, o_.deadline_ms);
   if (!id) {
+    // A host that refused to load its policy may have exited before this
+    // request reached it: its refusal (id 0) is still in the socket, and
+    // is the answer.
+    if (auto replies = l.host->receive(); replies) {
+      for (const HostReply& r : *replies) {
+        if (r.id == 0 && r.error) {
+          verdicts_[{l.name, 0}] = *r.error;
+          fail(l, "refused: " + r.error->message);
+          return;
+        }
+      }
+    }
     fail(l, "could not send '" + e.op + "': " + id.error().message);
     return;
   }
@@ -197,8 +209,16 @@ void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
     return;
   }
   if (e.op == "attach" && r.error) {
-    // The policy refused this job's config: the job does not use it.
-    verdicts_[{l.name, e.job}] = *r.error;
+    // The policy refused this job's config: the job does not use it. The
+    // requester waiting in attach() reads why; a refusal of a re-attach
+    // after a restart has nobody waiting, so it is logged.
+    if (awaited_.count({l.name, e.job})) {
+      verdicts_[{l.name, e.job}] = *r.error;
+    } else {
+      log_message(MLOS_LOG_WARN, "policy " + l.name + " refused job " + std::to_string(e.job) +
+                                     " again after a restart: " + r.error->message);
+      cb_.reset(l.name, e.job);
+    }
     if (l.jobs.erase(e.job) && l.jobs.empty() && !l.pinned) l.idle_since_ns = now();
     return;
   }
@@ -278,8 +298,10 @@ Status PolicyHosts::attach(const std::string& name, uint64_t job, const json& co
   }
   p.jobs[job] = config;
   verdicts_.erase({name, job});
+  awaited_.insert({name, job});
   enqueue(p, Event{"attach", json{{"job", job}, {"config", config}, {"figures", figures_json(job)}}, job});
   settle(p, now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs);
+  awaited_.erase({name, job});
   if (auto v = verdicts_.find({name, job}); v != verdicts_.end()) {
     Error e = v->second;
     verdicts_.erase(v);
@@ -334,7 +356,8 @@ void PolicyHosts::poll() {
       if ((!l.jobs.empty() || l.pinned) && t >= l.restart_at_ns) {
         ++l.restarts;
         if (Status s = start(l); !s) fail(l, "restart: " + s.error().message);
-      } else if (l.jobs.empty() && !l.pinned && elapsed(t, l.restart_at_ns) >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
+      } else if (l.jobs.empty() && !l.pinned && t >= l.restart_at_ns &&
+                 t - l.restart_at_ns >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {
         unload.push_back(name);
       }
       continue;

@@ -153,6 +153,7 @@ class PolicyHosts {
   Callbacks cb_;
   std::map<std::string, Loaded> loaded_;
   std::map<std::pair<std::string, uint64_t>, Error> verdicts_;  // refused attaches, read by attach()
+  std::set<std::pair<std::string, uint64_t>> awaited_;           // attaches a caller waits for
 };
 
 }  // namespace mlos::policy

@@ -191,7 +191,10 @@ Result<HostReply> parse_host_reply(const json& payload) {
       if (!e.is_object() || !e.at("code").is_number_integer() || !e.at("message").is_string()) {
         throw std::invalid_argument("'error' must hold a code and a message");
       }
-      r.error = make_error(e["code"].get<int>(), e["message"].get<std::string>().substr(0, kMaxLogLength));
+      // mlOS's error codes are negative; a code of 0 would turn a refusal
+      // into MLOS_OK wherever the error is handed back through the C API.
+      const int code = int_field(e, "code", INT_MIN, -1);
+      r.error = make_error(code, e["message"].get<std::string>().substr(0, kMaxLogLength));
     }
     if (payload.contains("actions")) {
       const json& actions = payload["actions"];

@@ -1,0 +1,78 @@
+// What a running host looks like from outside (/proc): the seccomp filter,
+// no new privileges, the address-space limit, and, when started as root,
+// the identity of nobody.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "policy_test_support.h"
+
+namespace mlos::policy::testing {
+namespace {
+
+std::map<std::string, std::string> proc_status(pid_t pid) {
+  std::map<std::string, std::string> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t value = line.find_first_not_of(" \t", colon + 1);
+    out[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+  }
+  return out;
+}
+
+std::string limit_line(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST(PolicyConfinementTest, HostRunsUnderSeccompWithItsLimits) {
+  PolicyHostsOptions o = test_options();
+  o.memory_limit = 200ull << 20;
+  Harness h(o);
+  h.owner().add_job(1);
+  ASSERT_TRUE(h.hosts().attach("counter", 1, nlohmann::json::object()).ok());
+  const pid_t pid = h.status_of("counter")["pid"].get<pid_t>();
+
+  auto st = proc_status(pid);
+  EXPECT_EQ(st["Seccomp"], "2") << "filter mode";
+  EXPECT_EQ(st["NoNewPrivs"], "1");
+  EXPECT_EQ(st["Threads"], "1");
+  std::istringstream as(limit_line(pid, "Max address space"));
+  std::string w1, w2, w3, soft, hard;
+  as >> w1 >> w2 >> w3 >> soft >> hard;
+  EXPECT_EQ(soft, std::to_string(200ull << 20));
+  EXPECT_EQ(hard, soft) << "the policy may not raise it back";
+}
+
+TEST(PolicyConfinementTest, HostStartedByRootRunsAsNobody) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: a host started by a user keeps that user";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no user nobody on this machine";
+  const std::string uid = std::to_string(nobody->pw_uid), gid = std::to_string(nobody->pw_gid);
+  Harness h;
+  h.owner().add_job(1);
+  ASSERT_TRUE(h.hosts().attach("counter", 1, nlohmann::json::object()).ok());
+  const pid_t pid = h.status_of("counter")["pid"].get<pid_t>();
+
+  auto st = proc_status(pid);
+  EXPECT_EQ(st["Uid"], uid + "\t" + uid + "\t" + uid + "\t" + uid) << "real, effective, saved, fs";
+  EXPECT_EQ(st["Gid"], gid + "\t" + gid + "\t" + gid + "\t" + gid);
+  EXPECT_EQ(st["Groups"], "");
+  EXPECT_EQ(st["CapPrm"], "0000000000000000");
+  EXPECT_EQ(st["CapEff"], "0000000000000000");
+}
+
+}  // namespace
+}  // namespace mlos::policy::testing
