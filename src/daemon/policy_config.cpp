@@ -54,6 +54,13 @@ Status DaemonPolicyConfig::merge(const json& c) {
           if (!cfg.is_object()) throw std::invalid_argument("policies.config." + name + " must be an object");
         }
         next.config = v;
+      } else if (key == "tick_interval_ms") {
+        if (!v.is_object()) throw std::invalid_argument("policies.tick_interval_ms must be an object of policy -> ms");
+        next.tick_interval_ms.clear();
+        for (const auto& [name, ms] : v.items()) {
+          next.tick_interval_ms[name] =
+              static_cast<uint32_t>(int_in_range(ms, "policies.tick_interval_ms." + name, 10, 3600000));
+        }
       } else if (key == "user") {
         if (!v.is_string() || v.get<std::string>().empty()) throw std::invalid_argument("policies.user must be a user name");
         next.user = v.get<std::string>();
@@ -82,7 +89,8 @@ Status DaemonPolicyConfig::merge(const json& c) {
 json DaemonPolicyConfig::to_json() const {
   return json{{"enabled", enabled},         {"dir", dir},
               {"host", host},               {"defaults", defaults},
-              {"config", config},           {"user", user},
+              {"config", config},           {"tick_interval_ms", tick_interval_ms},
+              {"user", user},
               {"deadline_ms", deadline_ms}, {"start_deadline_ms", start_deadline_ms},
               {"unload_grace_ms", unload_grace_ms}, {"memory_limit_bytes", memory_limit_bytes}};
 }

@@ -6,6 +6,7 @@
 //     "host": "<libexecdir>/mlos/mlos-policyhost",
 //     "defaults": ["phase-weights", "thread-governor"],   attached to every job
 //     "config": {"<policy>": {...}},        node-wide config given to the policy's init
+//     "tick_interval_ms": {"<policy>": N},  overrides the policy's own tick interval (10..3600000)
 //     "user": "nobody",                     hosts drop to this user
 //     "deadline_ms": 1000, "start_deadline_ms": 5000, "unload_grace_ms": 30000,
 //     "memory_limit_bytes": 268435456       each host's address-space limit
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct DaemonPolicyConfig {
   std::string host;
   std::vector<std::string> defaults{"phase-weights", "thread-governor"};
   nlohmann::json config = nlohmann::json::object();
+  std::map<std::string, uint32_t> tick_interval_ms;
   std::string user = "nobody";
   int deadline_ms = 1000;
   int start_deadline_ms = 5000;

@@ -203,6 +203,7 @@ void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
       return;
     }
     l.info = *info;
+    if (auto it = o_.tick_interval_ms.find(l.name); it != o_.tick_interval_ms.end()) l.info.tick_interval_ms = it->second;
     l.state = State::kRunning;
     l.next_tick_ns = now() + static_cast<uint64_t>(l.info.tick_interval_ms) * kMs;
     if (l.restarts + l.failures > 0) log_message(MLOS_LOG_INFO, "policy " + l.name + " is running again");

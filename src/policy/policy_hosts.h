@@ -53,6 +53,7 @@ struct PolicyHostsOptions {
   int backoff_max_ms = 60000;
   int stable_after_ms = 60000;        // a host up this long starts its next backoff afresh
   nlohmann::json node_config = nlohmann::json::object();  // {"<policy>": {...}} given to init
+  std::map<std::string, uint32_t> tick_interval_ms;       // per policy, over its own tick_interval_ms
 };
 
 class PolicyHosts {

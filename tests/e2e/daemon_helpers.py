@@ -61,8 +61,9 @@ class Client:
 
 
 class Daemon:
-    def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off"):
+    def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off", policy_dir=None):
         self.confine = confine
+        self.policy_dir = policy_dir or build_dir() / "policies"
         self.dir = tmp_path
         self.socket = tmp_path / "mlosd.sock"
         self.state_dir = tmp_path / "state"
@@ -84,7 +85,7 @@ class Daemon:
              "--ledger-dir", str(self.dir),
              # The policies and their host from this build (an installed
              # mlosd finds them under its prefix).
-             "--policy-dir", str(build_dir() / "policies"),
+             "--policy-dir", str(self.policy_dir),
              "--policy-host", str(build_dir() / "bin" / "mlos-policyhost")]
         # Node-wide confinement moves every unmanaged process of the machine
         # (other tests' included): off unless a test asks (confine=None

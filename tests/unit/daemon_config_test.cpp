@@ -56,6 +56,7 @@ json full_config() {
                 {"host", "/opt/mlos/libexec/mlos-policyhost"},
                 {"defaults", {"thread-governor"}},
                 {"config", {{"example", json::object()}}},
+                {"tick_interval_ms", {{"thread-governor", 250}}},
                 {"user", "mlos-policy"},
                 {"deadline_ms", 500},
                 {"start_deadline_ms", 3000},
@@ -119,6 +120,7 @@ TEST(DaemonConfigTest, PoliciesAreReadStrictly) {
                           json{{"policies", {{"defaults", "phase-weights"}}}},
                           json{{"policies", {{"config", {{"example", 1}}}}}},
                           json{{"policies", {{"deadline_ms", 0}}}},
+                          json{{"policies", {{"tick_interval_ms", {{"x", 1}}}}}},
                           json{{"policies", {{"memory_limit_bytes", 1024}}}}}) {
     DaemonConfig d;
     Status s = d.merge(bad);

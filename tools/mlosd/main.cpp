@@ -60,6 +60,7 @@ mlos::policy::PolicyHostsOptions policy_hosts_options(const d::DaemonConfig& c) 
   o.start_deadline_ms = c.policies.start_deadline_ms;
   o.unload_grace_ms = c.policies.unload_grace_ms;
   o.node_config = c.policies.config;
+  o.tick_interval_ms = c.policies.tick_interval_ms;
   if (!o.node_config.contains("phase-weights") && !c.arbitration.empty()) o.node_config["phase-weights"] = c.arbitration;
   return o;
 }
