@@ -74,13 +74,19 @@ Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_start(const std::string& nam
     // The host's own refusal (cannot load it, ABI, bad node config) is
     // the answer; otherwise it crashed or hung on the way up.
     auto refusal = verdicts_.find({name, 0});
-    Error e = refusal != verdicts_.end()
-                  ? refusal->second
-                  : make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed to start: " + l.last_failure);
-    verdicts_.erase({name, 0});
-    stop_host(l);
-    loaded_.erase(name);
-    return e;
+    if (refusal != verdicts_.end()) {
+      // Deterministic and quick (the host says so and exits): not kept.
+      Error e = refusal->second;
+      verdicts_.erase(refusal);
+      stop_host(l);
+      loaded_.erase(name);
+      return e;
+    }
+    // A crash or a hang on the way up is kept as a failure with its
+    // backoff, so that requests meanwhile are answered at once instead of
+    // each waiting out another start (it is unloaded a grace period after
+    // its restart time, having no job).
+    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed to start: " + l.last_failure);
   }
   return &l;
 }

@@ -44,14 +44,42 @@ INSTANTIATE_TEST_SUITE_P(
                       Refusal{"small-struct", MLOS_ERR_VERSION_MISMATCH, "its mlos_policy_t is"},
                       Refusal{"no-entry", MLOS_ERR_INVALID_ARGUMENT, "exports no mlos_policy_v1"},
                       Refusal{"null-entry", MLOS_ERR_INVALID_ARGUMENT, "returned NULL"},
-                      Refusal{"name-clash", MLOS_ERR_INVALID_ARGUMENT, "calls itself 'example'"},
-                      // Crashing in init is a failure to start, not a refusal.
-                      Refusal{"crash-init", MLOS_ERR_POLICY_FAILED, "killed by SIGSEGV"}),
+                      Refusal{"name-clash", MLOS_ERR_INVALID_ARGUMENT, "calls itself 'example'"}),
     [](const ::testing::TestParamInfo<Refusal>& info) {
       std::string name = info.param.policy;
       for (char& c : name) c = c == '-' ? '_' : c;
       return name;
     });
+
+// Crashing in init is a failure to start, not a refusal: it is kept as a
+// failure with its backoff, so the requests that follow are answered at
+// once instead of each waiting for another start.
+TEST(FailedStartTest, IsKeptAsAFailureAndAnsweredAtOnceUntilItIsUnloaded) {
+  Harness h;
+  h.owner().add_job(1);
+  h.owner().add_job(2);
+  Status s = h.hosts().attach("crash-init", 1, json::object());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_POLICY_FAILED);
+  EXPECT_NE(s.error().message.find("killed by SIGSEGV"), std::string::npos) << s.error().message;
+  const json failed = h.status_of("crash-init");
+  ASSERT_FALSE(failed.is_null());
+  EXPECT_EQ(failed["state"], "failed");
+  EXPECT_TRUE(failed["jobs"].empty());
+  EXPECT_TRUE(child_hosts().empty()) << "its host was reaped";
+
+  Status again = h.hosts().attach("crash-init", 2, json::object());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, MLOS_ERR_POLICY_FAILED);
+  EXPECT_TRUE(child_hosts().empty()) << "no new host while it is in backoff";
+  EXPECT_EQ(h.status_of("crash-init")["failures"], 1);
+
+  // No job keeps it: a grace period after its restart time it is gone,
+  // and the next request tries afresh.
+  h.clock().advance_ms(static_cast<uint64_t>(h.hosts().options().backoff_initial_ms + h.hosts().options().unload_grace_ms));
+  h.hosts().poll();
+  EXPECT_TRUE(h.status_of("crash-init").is_null());
+}
 
 TEST(HostRefusalTest, RefusalIsTheAnswerEvenWhenTheHostExitsBeforeTheFirstRequest) {
   // The stand-in host usually exits before init is sent (EPIPE) or with
