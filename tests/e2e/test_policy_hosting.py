@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -232,3 +233,23 @@ def test_thread_governor_advises_fewer_threads_next_to_a_cpu_hog(started, tmp_pa
         call_ok(c, "advice", job=job)
     hog.send_signal(signal.SIGKILL)
     c.close()
+
+
+def test_kill_9_of_a_job_holding_a_policy_detaches_it(started, tmp_path):
+    d = start_daemon(started, tmp_path, ["counter"], defaults=[])
+    # A job owner of its own (this test process owns the others): it asks
+    # for the policy, says so, and waits to be killed.
+    owner = started(subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, sys.argv[1]); from daemon_helpers import Client; "
+         "c = Client(sys.argv[2]); job = c.call('request', num_cpus=1)['job']; "
+         "assert c.call('policy_request', job=job, name='counter')['ok']; print(job, flush=True); time.sleep(600)",
+         str(Path(__file__).parent), str(d.socket)],
+        stdout=subprocess.PIPE, text=True))
+    job = int(owner.stdout.readline())
+    assert loaded(d, "counter")["jobs"] == [job]
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(10)
+    assert wait_for(lambda: (p := loaded(d, "counter")) is not None and p["jobs"] == [], timeout=30), \
+        loaded(d, "counter")
+    assert job not in {j["job"] for j in d.status()["jobs"]}
