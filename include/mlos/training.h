@@ -496,6 +496,61 @@ MLOS_API int mlos_training_get_notes(const mlos_training_resources_t* resources,
 /* Name of a phase ("FORWARD"), or "UNKNOWN". Static string. */
 MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);
 
+/* ------------------------------------------------------------------ */
+/* Policy modules                                                      */
+/* ------------------------------------------------------------------ */
+
+/* A job may ask mlosd for policy modules by name (see docs/api.md, "Policy
+ * modules"): shared objects in mlosd's policy directory, each run in its
+ * own confined host process, that advise the job (e.g. a thread count) and
+ * steer its cgroup within what it was granted. A policy that crashes or
+ * hangs costs the policy, never the job: the job then runs on mlOS's
+ * built-in defaults for what that policy decided.
+ *
+ * These calls need mlosd. In embedded mode (MLOS_MODE=embedded, or auto
+ * with no mlosd answering) this version has no policy host, and every one
+ * of them returns MLOS_ERR_UNSUPPORTED once its arguments are checked. */
+
+/* What a job's policies advise it now. Versioned: the caller sets
+ * struct_size; the library fills the fields within it. */
+typedef struct mlos_training_advice {
+  uint32_t struct_size;   /* sizeof(mlos_training_advice_t), set by the caller */
+  int threads;            /* intra-op threads to use now (>= 1) */
+  int threads_advised;    /* 1: a policy advised `threads`; 0: it is the grant's recommended count */
+  uint32_t cpu_weight;    /* the job cgroup's CPU weight now (v2 scale), 0 if unknown */
+  int policies;           /* policies the job uses */
+  int policies_failed;    /* of which failed now (the job runs on built-in defaults for them) */
+} mlos_training_advice_t;
+
+/* Attaches policy `name` to the job with `config_json`, a JSON object
+ * (NULL means "{}"), checked here before anything is sent; the policy
+ * checks its own keys. Requesting a policy the job already uses changes
+ * nothing with the same config, and is INVALID_ARGUMENT with another one
+ * (release it first). Errors: INVALID_HANDLE, INVALID_ARGUMENT (name NULL,
+ * empty or not UTF-8; config_json not a JSON object; the policy refused
+ * the config: the message names the key), NOT_FOUND (no such
+ * policy: the message names mlosd's policy directory), VERSION_MISMATCH
+ * (the policy was built for another policy ABI), POLICY_FAILED (the policy
+ * crashed or hung, now or recently), PERMISSION, UNSUPPORTED (embedded
+ * mode), DAEMON_UNAVAILABLE. */
+MLOS_API int mlos_training_request_policy(mlos_training_resources_t* resources, const char* name,
+                                          const char* config_json);
+
+/* Detaches policy `name` from the job; what it set is taken back (the
+ * built-in defaults apply again). Errors: INVALID_HANDLE, INVALID_ARGUMENT
+ * (name NULL, empty or not UTF-8), NOT_FOUND (the job does not use it),
+ * UNSUPPORTED (embedded mode), DAEMON_UNAVAILABLE. */
+MLOS_API int mlos_training_release_policy(mlos_training_resources_t* resources, const char* name);
+
+/* Fills `advice` up to advice->struct_size or this library's
+ * sizeof(mlos_training_advice_t), whichever is smaller. Cheap enough to
+ * poll (one round trip to mlosd): a thread pool can be resized to
+ * `threads` between steps. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
+ * VERSION_MISMATCH (struct_size smaller than the first version, or a reply
+ * this library does not understand), UNSUPPORTED (embedded mode),
+ * DAEMON_UNAVAILABLE. */
+MLOS_API int mlos_training_get_advice(mlos_training_resources_t* resources, mlos_training_advice_t* advice);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,9 +14,10 @@ negative result code becomes MLOSError carrying the code and the library's
 own message. See docs/python.md.
 """
 import atexit
+import json
 
 from . import _core
-from .errors import CODES, MLOSError, c_integer, check, fs_path
+from .errors import CODES, MLOSError, c_integer, check, fs_path, invalid_argument
 
 __version__ = _core.VERSION
 
@@ -140,6 +141,46 @@ class Resources:
         from .pinned import unregister_buffer
         unregister_buffer(self, tensor)
 
+    def request_policy(self, name, config=None):
+        """Attaches policy module `name` to this allocation's job, with
+        `config` (a dict, sent as a JSON object; None: {}). Needs mlosd (see
+        docs/python.md, "Policy modules"). Raises MLOSError: UNSUPPORTED
+        (embedded mode: no policy host in this version), NOT_FOUND (no such
+        policy; the message names mlosd's policy directory),
+        INVALID_ARGUMENT (name empty or with a NUL byte, a config that is
+        not JSON, or one the policy refuses: the message names the key),
+        POLICY_FAILED (it crashed or hung, now or recently),
+        VERSION_MISMATCH. TypeError for a name that is not str or a config
+        that is not a dict."""
+        name = _policy_name(name)
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            raise TypeError(f"config of policy {name!r} must be a dict, got {type(config).__name__}")
+        try:
+            text = json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise invalid_argument(f"config of policy {name!r} is not JSON: {e}") from None
+        check(_core.request_policy(self._handle, name, text))
+
+    def release_policy(self, name):
+        """Detaches policy `name`; what it set is taken back. Raises
+        MLOSError: NOT_FOUND (the job does not use it), UNSUPPORTED
+        (embedded mode), INVALID_ARGUMENT (name empty or with a NUL byte)."""
+        check(_core.release_policy(self._handle, _policy_name(name)))
+
+    @property
+    def advice(self):
+        """What the job's policies advise now, one round trip to mlosd:
+        {"threads": intra-op threads to use, "threads_advised": True when a
+        policy advised them (else they are the grant's recommended count),
+        "cpu_weight": the job cgroup's CPU weight (0 unknown), "policies":
+        how many it uses, "policies_failed": how many of those failed now}.
+        Raises MLOSError(UNSUPPORTED) in embedded mode."""
+        rc, advice = _core.advice(self._handle)
+        check(rc)
+        return advice
+
     def notes(self):
         """Why effects were degraded: "effect: reason" lines (e.g. memlock)."""
         rc, text = _core.notes(self._handle)
@@ -169,6 +210,16 @@ def _unregister_callbacks_at_exit():
         for fn in list(res._callbacks):
             _core.unregister_memory_callback(res.handle, fn)
         res._callbacks.clear()
+
+
+def _policy_name(name):
+    """`name` if it is a usable policy name; TypeError for a non-str,
+    MLOSError(INVALID_ARGUMENT) for an empty one or one with a NUL byte."""
+    if not isinstance(name, str):
+        raise TypeError(f"policy name must be a str, got {type(name).__name__}")
+    if not name or "\0" in name:
+        raise invalid_argument(f"policy name {name!r} is empty or contains a NUL byte")
+    return name
 
 
 def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_cpus=True, priority=0):

@@ -8,6 +8,8 @@ With torch imported: torch's intra-op pool is sized to the allocation
 (its physical cores), and `model=`/`optimizer=` mark FORWARD, BACKWARD and
 OPTIMIZER by themselves (see mlos_training.pytorch). With world_size > 1 a
 MLOSProcessGroup is created on the allocation (ctx.process_group).
+`policies={"name": {config}}` attaches mlosd's policy modules to the job
+right after the grant (docs/python.md, "Policy modules").
 """
 import os
 import sys
@@ -47,12 +49,16 @@ class MLOSTrainingContext:
     torch set_num_threads(recommended_threads) while the context is active.
     adapt_threads: keep the pool sized to the allocation's CPUs that other
     processes leave free (ThreadGovernor, checked at each FORWARD of the
-    entering thread); default on, MLOS_ADAPT_THREADS=0 turns it off.
+    entering thread; under mlosd the size a policy advises, see
+    thread_governor.py); default on, MLOS_ADAPT_THREADS=0 turns it off.
+    policies: {name: config dict} of policy modules to request right after
+    the grant (needs mlosd: in embedded mode start() raises
+    MLOSError(UNSUPPORTED) and releases what it took).
     """
 
     def __init__(self, num_cpus=1, memory_gb=0, *, memory_bytes=None, numa_preference=-1, exclusive_cpus=True,
                  priority=0, rank=None, world_size=None, model=None, optimizer=None, bind=True, size_threads=True,
-                 group_timeout=None, adapt_threads=None):
+                 group_timeout=None, adapt_threads=None, policies=None):
         # Checked here, so a bad size fails at construction, naming the
         # argument the caller gave (request_resources checks the others).
         if memory_bytes is not None:
@@ -72,6 +78,9 @@ class MLOSTrainingContext:
         if adapt_threads is None:
             adapt_threads = os.environ.get("MLOS_ADAPT_THREADS", "1") != "0"
         self.adapt_threads = adapt_threads
+        if policies is not None and not isinstance(policies, dict):
+            raise TypeError(f"policies must be a dict of policy name -> config dict, got {type(policies).__name__}")
+        self.policies = dict(policies or {})
         self.governor = None  # a ThreadGovernor while the pool is kept sized
         self._torch, self._thread = None, None
         self.resources = None
@@ -87,6 +96,8 @@ class MLOSTrainingContext:
         self.allowed_cpus_before = sorted(os.sched_getaffinity(0))
         self.resources = request_resources(**self.request)
         try:
+            for name, config in self.policies.items():
+                self.resources.request_policy(name, config)
             if self.bind:
                 bind_current_thread(self.resources)
             torch = sys.modules.get("torch")
@@ -95,8 +106,13 @@ class MLOSTrainingContext:
                 torch.set_num_threads(self.resources.recommended_threads)
                 self._undo.append(lambda: torch.set_num_threads(before))
                 if self.adapt_threads:
-                    self.governor = ThreadGovernor(self.resources.cpus, self.resources.recommended_threads)
-                    self.governor.poll()  # the first sample: the first window ends at a FORWARD 0.5 s on
+                    res = self.resources
+                    self.governor = ThreadGovernor(res.cpus, res.recommended_threads, advice=lambda: res.advice)
+                    # The first sample (the first window ends at a FORWARD 0.5 s
+                    # on), or under mlosd a policy's advice, applied at once.
+                    threads = self.governor.poll()
+                    if threads is not None:
+                        torch.set_num_threads(threads)
                     self._torch, self._thread = torch, threading.get_ident()
                     self._undo.append(lambda: setattr(self, "governor", None))
             if self.model is not None or self.optimizer is not None:
@@ -167,6 +183,24 @@ class MLOSTrainingContext:
     @property
     def cpus(self):
         return self.resources.cpus
+
+    # -- policy modules (mlosd) -------------------------------------------
+    def request_policy(self, name, **config):
+        """Attaches mlosd's policy module `name` to this job with `config`
+        as its JSON object, e.g. ctx.request_policy("example", threads=2).
+        See Resources.request_policy for the errors."""
+        self.resources.request_policy(name, config)
+
+    def release_policy(self, name):
+        """Detaches policy `name` (Resources.release_policy)."""
+        self.resources.release_policy(name)
+
+    @property
+    def advice(self):
+        """What the job's policies advise now (Resources.advice): a dict
+        with threads, threads_advised, cpu_weight, policies,
+        policies_failed. MLOSError(UNSUPPORTED) in embedded mode."""
+        return self.resources.advice
 
     def phase_profile(self):
         return self.resources.phase_profile()

@@ -19,9 +19,22 @@ CPU counts as taken when that load covers at least 40 % of one
 (`taken = floor(other + 0.6)`). The pool gets the CPUs left, between 1 and
 the allocation's recommended thread count, and a new size is adopted only
 when two consecutive windows agree (a burst shorter than a window changes
-nothing)."""
+nothing).
+
+Under mlosd (interim state, until policies run in embedded mode too): the
+node's thread-governor policy measures the same thing in the daemon, for C
+and Python jobs alike. When `advice` is given (the context passes its
+allocation's advice) and a policy advised a thread count
+(advice()["threads_advised"]), that count is the pool size, read once per
+window and adopted at once (the policy has smoothed it already); the
+measurement here is not used. When no policy advises one (it failed, or the
+job uses none), the measurement takes over again from a fresh first sample.
+In embedded mode advice() raises MLOSError(UNSUPPORTED): it is not asked
+again, and the governor measures as before."""
 import os
 import time
+
+from .errors import CODES, MLOSError
 
 TAKEN_SHARE = 0.4  # other load, in CPUs, from which a CPU counts as taken
 
@@ -56,25 +69,63 @@ def read_own_cpu_seconds():
 
 class ThreadGovernor:
     """poll() returns the pool size to use now when it should change, else
-    None. `changes` lists (monotonic time, threads) of every change."""
+    None. `changes` lists (monotonic time, threads) of every change.
+    `source` says where the current size came from: "measured" (this
+    process's measurement) or "advice" (a policy, through mlosd)."""
 
     def __init__(self, cpus, max_threads, interval=0.5, clock=time.monotonic,
-                 cpu_busy=read_cpu_busy_seconds, own=read_own_cpu_seconds):
+                 cpu_busy=read_cpu_busy_seconds, own=read_own_cpu_seconds, advice=None):
         self.cpus, self.max_threads, self.interval = set(cpus), max(1, int(max_threads)), interval
         self.clock, self.cpu_busy, self.own = clock, cpu_busy, own
+        self.advice = advice  # callable returning the allocation's advice dict, or None
         self.threads = self.max_threads
+        self.source = "measured"
         self.changes = []
         self.other_load = 0.0  # CPUs' worth of other load in the last window
+        self._polled_at = None
         self._last = None
         self._proposal = None
 
     def _sample(self):
         return self.clock(), sum(self.cpu_busy(self.cpus).values()), self.own()
 
+    def _advised_threads(self):
+        """The policy-advised thread count, else None (no policy advises
+        one, or mlosd could not be asked this time). UNSUPPORTED (embedded
+        mode) turns asking off for good."""
+        if self.advice is None:
+            return None
+        try:
+            advice = self.advice()
+        except MLOSError as e:
+            if e.code == CODES["UNSUPPORTED"]:
+                self.advice = None
+            return None
+        if not advice.get("threads_advised"):
+            return None
+        # mlosd keeps advice within the job's CPUs; the bound here only
+        # guards against a nonsensical value.
+        return min(max(1, int(advice["threads"])), max(1, len(self.cpus)))
+
+    def _adopt(self, when, threads):
+        if threads == self.threads:
+            return None
+        self.threads = threads
+        self.changes.append((when, threads))
+        return threads
+
     def poll(self):
         now = self.clock()
-        if self._last is not None and now - self._last[0] < self.interval:
+        if self._polled_at is not None and now - self._polled_at < self.interval:
             return None
+        self._polled_at = now
+        advised = self._advised_threads()
+        if advised is not None:
+            # The measurement restarts from a first sample if advice stops.
+            self._last = self._proposal = None
+            self.source = "advice"
+            return self._adopt(now, advised)
+        self.source = "measured"
         sample = self._sample()
         last, self._last = self._last, sample
         if last is None:
@@ -86,6 +137,4 @@ class ThreadGovernor:
         proposal, self._proposal = self._proposal, target
         if target == self.threads or proposal != target:
             return None
-        self.threads = target
-        self.changes.append((sample[0], target))
-        return target
+        return self._adopt(sample[0], target)

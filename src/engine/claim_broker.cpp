@@ -14,4 +14,13 @@ Result<Placement> ClaimBroker::plan(const ClaimRequest& /*request*/) {
   return make_error(MLOS_ERR_UNSUPPORTED, std::string("the ") + engine() + " engine cannot plan without claiming");
 }
 
+Result<std::vector<std::string>> ClaimBroker::request_policy(uint64_t /*claim_id*/, const std::string& /*name*/,
+                                                             const nlohmann::json& /*config*/) {
+  return policies_need_daemon();
+}
+
+Status ClaimBroker::release_policy(uint64_t /*claim_id*/, const std::string& /*name*/) { return policies_need_daemon(); }
+
+Result<PolicyAdvice> ClaimBroker::advice(uint64_t /*claim_id*/) { return policies_need_daemon(); }
+
 }  // namespace mlos

@@ -5,11 +5,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/memory_pressure.h"
 #include "core/placement.h"
 #include "core/status.h"
 #include "core/topology.h"
+#include "engine/policy_advice.h"
 #include "engine/pressure_feed.h"
 
 namespace mlos {
@@ -20,6 +24,10 @@ struct ClaimRequest {
   int priority = 0;  // MLOS_PRIORITY_MIN..MAX (the daemon scales CPU weights by it)
   // Made by `mlos run` for a process and its descendants (see Claim::envelope).
   bool envelope = false;
+  // Policy modules to attach with the grant, name -> config object (the
+  // request fails, granting nothing, if one cannot be attached). Only
+  // mlosd serves them: the embedded engine refuses a non-empty one.
+  nlohmann::json policies = nlohmann::json::object();
 };
 
 // Where a job publishes its phases for another process to follow (mlosd's
@@ -42,6 +50,9 @@ struct Grant {
   std::string affinity_note;
   // Set by brokers whose arbiter follows phases (mlosd); null otherwise.
   std::shared_ptr<PhaseSink> phase_sink;
+  // The policy modules the job uses from the start (mlosd: those asked for
+  // and the daemon's defaults); empty for the embedded engine.
+  std::vector<std::string> policies;
 };
 
 class ClaimBroker {
@@ -66,6 +77,16 @@ class ClaimBroker {
   // process (LocalPressureFeed); mlosd's broker asks the daemon.
   virtual Result<std::unique_ptr<PressureFeed>> pressure_feed(const Grant& grant, uint64_t memory_bytes,
                                                               const MemoryThresholds& thresholds);
+
+  // Policy modules of the claim `claim_id` (docs/api.md, "Policy
+  // modules"): attach `name` with `config` (a JSON object) and return the
+  // names the job uses now; detach it (NOT_FOUND if the job does not use
+  // it); what the job's policies advise now. The default, the embedded
+  // engine's: UNSUPPORTED (policies_need_daemon()).
+  virtual Result<std::vector<std::string>> request_policy(uint64_t claim_id, const std::string& name,
+                                                          const nlohmann::json& config);
+  virtual Status release_policy(uint64_t claim_id, const std::string& name);
+  virtual Result<PolicyAdvice> advice(uint64_t claim_id);
 };
 
 }  // namespace mlos

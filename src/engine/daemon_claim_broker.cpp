@@ -82,7 +82,7 @@ Result<json> DaemonClaimBroker::call(const std::string& op, const json& args, in
     // A daemon restarted since our last call closed the old connection;
     // the first write to it can still succeed, so "sent" alone does not
     // prove the daemon saw it. Only requests safe to repeat are retried.
-    if (attempt > 0 || (sent && op == "request")) return reply;
+    if (attempt > 0 || (sent && (op == "request" || op == "policy_release"))) return reply;
   }
 }
 
@@ -92,16 +92,20 @@ namespace {
 // or its local rank's share), the outer bound mlosd places it in.
 json request_args(const ClaimRequest& request, const CpuSet& allowed) {
   const PlacementRequest& p = request.placement;
-  return json{{"allowed_cpus", allowed.to_list()},
-              {"num_cpus", p.num_cpus},
-              {"memory_bytes", p.memory_bytes},
-              {"numa_preference", p.numa_preference},
-              {"exclusive", p.exclusive},
-              {"single_node", p.single_node},
-              {"strict_membind", p.strict_membind},
-              {"priority", request.priority},
-              {"label", request.label},
-              {"envelope", request.envelope}};
+  json args{{"allowed_cpus", allowed.to_list()},
+            {"num_cpus", p.num_cpus},
+            {"memory_bytes", p.memory_bytes},
+            {"numa_preference", p.numa_preference},
+            {"exclusive", p.exclusive},
+            {"single_node", p.single_node},
+            {"strict_membind", p.strict_membind},
+            {"priority", request.priority},
+            {"label", request.label},
+            {"envelope", request.envelope}};
+  // Only when asked for: a mlosd from before policy modules refuses the
+  // field, and a request without it must keep working there.
+  if (!request.policies.empty()) args["policies"] = request.policies;
+  return args;
 }
 
 }  // namespace
@@ -145,6 +149,9 @@ Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   }
   g.ledger_note = notes;
   g.phase_sink = sink;
+  for (const auto& n : reply->value("policies", json::array())) {
+    if (n.is_string()) g.policies.push_back(n.get<std::string>());
+  }
   return g;
 }
 
@@ -156,6 +163,31 @@ Result<std::unique_ptr<PressureFeed>> DaemonClaimBroker::pressure_feed(const Gra
   auto feed = DaemonPressureFeed::open(shared_from_this(), grant.claim_id, chosen);
   if (!feed) return feed.error();
   return std::unique_ptr<PressureFeed>(std::move(*feed));
+}
+
+Result<std::vector<std::string>> DaemonClaimBroker::request_policy(uint64_t claim_id, const std::string& name,
+                                                                   const json& config) {
+  auto reply = call("policy_request", json{{"job", claim_id}, {"name", name}, {"config", config}}, -1);
+  if (!reply) return reply.error();
+  std::vector<std::string> names;
+  const json& list = reply->value("policies", json::array());
+  for (const auto& n : list) {
+    if (n.is_string()) names.push_back(n.get<std::string>());
+  }
+  return names;
+}
+
+Status DaemonClaimBroker::release_policy(uint64_t claim_id, const std::string& name) {
+  auto reply = call("policy_release", json{{"job", claim_id}, {"name", name}}, -1);
+  if (!reply) return reply.error();
+  return Status::Ok();
+}
+
+Result<PolicyAdvice> DaemonClaimBroker::advice(uint64_t claim_id) {
+  auto reply = call("advice", json{{"job", claim_id}}, -1);
+  if (!reply) return reply.error();
+  if (!reply->contains("advice")) return advice_from_json(json());
+  return advice_from_json((*reply)["advice"]);
 }
 
 Status DaemonClaimBroker::release(uint64_t claim_id) {

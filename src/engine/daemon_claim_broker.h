@@ -47,9 +47,19 @@ class DaemonClaimBroker final : public ClaimBroker, public std::enable_shared_fr
   Result<std::unique_ptr<PressureFeed>> pressure_feed(const Grant& grant, uint64_t memory_bytes,
                                                       const MemoryThresholds& thresholds) override;
 
+  // Policy modules: the "policy_request", "policy_release" and "advice"
+  // ops for the claim (docs/protocol.md). A release that may have been
+  // sent is not retried (a second one would be NOT_FOUND); attaching the
+  // same config again is harmless on mlosd's side, so requests are.
+  Result<std::vector<std::string>> request_policy(uint64_t claim_id, const std::string& name,
+                                                  const nlohmann::json& config) override;
+  Status release_policy(uint64_t claim_id, const std::string& name) override;
+  Result<PolicyAdvice> advice(uint64_t claim_id) override;
+
   // Runs `op` on the live connection, reconnecting first if needed; retries
   // once on a fresh connection if the request could not be sent at all
-  // (never for "request", which must not be granted twice).
+  // (never for "request", which must not be granted twice, nor for
+  // "policy_release").
   Result<nlohmann::json> call(const std::string& op, const nlohmann::json& args, int pass_fd);
 
  private:

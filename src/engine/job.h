@@ -76,6 +76,14 @@ class Job {
   Status set_memory_thresholds(const MemoryThresholds& t);
   Result<PressureReport> memory_pressure();
 
+  // Policy modules of the job's claim (ClaimBroker::request_policy,
+  // release_policy, advice; job_policies.cpp). The round trip to mlosd runs
+  // without the job's mutex, so set_phase never waits for it; a release
+  // that overtakes it turns the result into INVALID_HANDLE.
+  Result<std::vector<std::string>> request_policy(const std::string& name, const nlohmann::json& config);
+  Status release_policy(const std::string& name);
+  Result<PolicyAdvice> advice();
+
   // Stops memory watching, restores threads, frees buffers, drops the
   // claim. Only the first call does anything; later ones return
   // INVALID_HANDLE.
@@ -119,6 +127,10 @@ class Job {
   };
 
   void note(uint32_t effect, const std::string& reason);
+  // The claim id while the job is live, else INVALID_HANDLE; and whether a
+  // release came since (job_policies.cpp).
+  Result<uint64_t> live_claim() const;
+  Status still_live() const;
   // The job's watcher, started on first use (under mu_).
   Result<std::shared_ptr<MemoryWatch>> watch_locked();
   Status release_locked();

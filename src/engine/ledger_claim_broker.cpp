@@ -56,6 +56,7 @@ Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process()
 int LedgerClaimBroker::owner_pid() const { return owner_pid_ != 0 ? owner_pid_ : static_cast<int>(getpid()); }
 
 Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
+  if (!request.policies.empty()) return policies_need_daemon();
   auto self = os::process_id(owner_pid());
   if (!self) return self.error();
   const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
@@ -100,6 +101,7 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
 }
 
 Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) {
+  if (!request.policies.empty()) return policies_need_daemon();
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
   return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),

@@ -25,6 +25,8 @@ class LedgerClaimBroker final : public ClaimBroker {
   // XML topologies only), default_runtime_dir().
   static Result<std::shared_ptr<LedgerClaimBroker>> for_this_process();
 
+  // Both refuse a request with policies (UNSUPPORTED, policies_need_daemon()):
+  // no policy host runs in embedded mode in this version.
   Result<Grant> acquire(const ClaimRequest& request) override;
   // Plans against the current ledger without recording anything (dry run).
   Result<Placement> plan(const ClaimRequest& request) override;

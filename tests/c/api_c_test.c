@@ -124,10 +124,29 @@ int main(void) {
     EXPECT(mlos_training_set_collective_options(res, NULL) == MLOS_OK);
   }
 
+  {
+    /* Policy modules: the argument checks come before any engine is asked
+     * (embedded answers UNSUPPORTED, mlosd NOT_FOUND etc.: see
+     * tests/integration/policy_api_test.cpp and tests/e2e/test_policies.py). */
+    mlos_training_advice_t adv = {.struct_size = sizeof adv};
+    mlos_training_advice_t old_adv = {.struct_size = 4};
+    EXPECT(mlos_training_request_policy(res, NULL, NULL) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_request_policy(res, "example", "[1]") == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_release_policy(res, "") == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_get_advice(res, NULL) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_get_advice(res, &old_adv) == MLOS_ERR_VERSION_MISMATCH);
+    EXPECT(mlos_training_get_advice(NULL, &adv) == MLOS_ERR_INVALID_HANDLE);
+  }
+
   EXPECT(mlos_training_release_resources(res) == MLOS_OK);
   EXPECT(store_releases == 2); /* the release dropped the second store */
   EXPECT(mlos_training_release_resources(res) == MLOS_ERR_INVALID_HANDLE); /* double release is safe */
   EXPECT(mlos_training_set_phase(res, MLOS_TRAINING_PHASE_IDLE) == MLOS_ERR_INVALID_HANDLE);
+  {
+    mlos_training_advice_t adv = {.struct_size = sizeof adv};
+    EXPECT(mlos_training_get_advice(res, &adv) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_request_policy(res, "example", "{}") == MLOS_ERR_INVALID_HANDLE);
+  }
 
   printf("c api: %d passed, %d failed\n", passes, failures);
   return failures == 0 ? 0 : 1;

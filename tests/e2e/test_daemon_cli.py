@@ -137,7 +137,8 @@ def test_status_json_and_text_show_the_daemon_jobs(mlos, daemon, demo):
     assert lines[2].startswith("confinement off: none ("), lines
     header = next(i for i, l in enumerate(lines) if l.split()[:1] == ["JOB"])
     assert all(l.startswith("uid ") for l in lines[3:header]) and header > 3, lines
-    assert lines[header].split() == ["JOB", "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s"]
+    assert lines[header].split() == ["JOB", "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s",
+                                     "POLICIES"]
     row = next(cols for cols in (l.split() for l in lines[header + 1:]) if cols[2] == str(demo.pid))
     assert row[0] == str(job["job"])
     assert row[6] in PHASES
@@ -156,7 +157,7 @@ def test_top_batch(mlos, daemon, demo):
     assert f"(pid {daemon.proc.pid})" in r.stdout
     header = next(l for l in r.stdout.splitlines() if l.split()[:1] == ["JOB"])
     assert header.split() == ["JOB", "LABEL", "PID", "CPUS", "PHASE", "IDLE%", "DATA%", "FWD%", "BWD%", "OPT%",
-                              "CKPT%", "MEM", "CPU%"]
+                              "CKPT%", "MEM", "CPU%", "POLICIES"]
     rows = [cols for cols in top_rows(r.stdout) if cols[2] == str(demo.pid)]
     assert len(rows) == 2, r.stdout
     for cols in rows:
@@ -254,8 +255,9 @@ def test_top_cpu_percent_with_cgroups(mlos, tmp_path):
         assert r.returncode == 0, mlos.describe(r)
         rows = [cols for cols in top_rows(r.stdout) if cols[2] == str(demo.pid)]
         assert len(rows) == 2, r.stdout
-        assert rows[0][-1] == "-"  # no rate before a second sample
-        assert 5.0 < float(rows[1][-1]) < 150.0, r.stdout  # one busy worker thread
+        # CPU% is the column before POLICIES.
+        assert rows[0][-2] == "-"  # no rate before a second sample
+        assert 5.0 < float(rows[1][-2]) < 150.0, r.stdout  # one busy worker thread
         j = mlos.json("status", "--json", "--socket", str(d.socket))
         job = next(x for x in j["jobs"] if x["pid"] == demo.pid)
         assert job["cpu_seconds"] > 0

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import HERE, clean_env, mlos_cli
+from mlos_training.errors import CODES, MLOSError
 from mlos_training.thread_governor import ThreadGovernor, read_cpu_busy_seconds, read_own_cpu_seconds
 
 
@@ -75,6 +76,67 @@ def test_polls_within_a_window_do_not_sample_and_the_pool_never_leaves_1_to_max(
         m2.run(1.0, own_cpus=2.0, other_cpus=0.0)
         assert g2.poll() is None  # 4 free CPUs, but at most max_threads
     assert g2.threads == 2
+
+
+class Advice:
+    """What mlosd would answer for the allocation's advice, set by the test."""
+
+    def __init__(self, threads=1, advised=True, error=None):
+        self.threads, self.advised, self.error, self.calls = threads, advised, error, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.error is not None:
+            raise MLOSError(CODES[self.error], "as told")
+        return {"threads": self.threads, "threads_advised": self.advised, "cpu_weight": 100, "policies": 1,
+                "policies_failed": 0}
+
+
+def test_advised_threads_are_adopted_at_once_and_nothing_is_measured():
+    m = Machine([0, 1, 2, 3])
+    advice = Advice(threads=3)
+    g = ThreadGovernor(m.busy, 4, interval=1.0, clock=lambda: m.now, advice=advice,
+                       cpu_busy=lambda cpus: pytest.fail("measured while advised"), own=lambda: m.own_s)
+    assert g.poll() == 3 and g.source == "advice" and g.threads == 3
+    m.run(0.5, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() is None and advice.calls == 1  # within the window: not asked again
+    advice.threads = 2
+    m.run(1.0, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() == 2  # one window, no second opinion needed
+    advice.threads = 64
+    m.run(1.0, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() == 4  # bounded by the allocation's CPUs
+    assert [t for _, t in g.changes] == [3, 2, 4]
+
+
+def test_without_advice_the_governor_measures_again_from_a_fresh_sample():
+    m = Machine([0, 1])
+    advice = Advice(threads=1)
+    g = ThreadGovernor(m.busy, 2, interval=1.0, clock=lambda: m.now, cpu_busy=lambda cpus: dict(m.busy),
+                       own=lambda: m.own_s, advice=advice)
+    assert g.poll() == 1 and g.source == "advice"
+    advice.advised = False  # the policy failed or was released: built-in behaviour again
+    m.run(1.0, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() is None and g.source == "measured"  # the first sample
+    m.run(1.0, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() is None  # one window proposes 2
+    m.run(1.0, own_cpus=1.0, other_cpus=0.0)
+    assert g.poll() == 2 and g.threads == 2
+
+
+def test_embedded_mode_turns_asking_off_and_a_daemon_hiccup_does_not():
+    m = Machine([0, 1])
+    advice = Advice(error="DAEMON_UNAVAILABLE")
+    g = m.governor(2)
+    g.advice = advice
+    g.poll()
+    assert advice.calls == 1 and g.advice is advice and g.source == "measured"
+    advice.error = "UNSUPPORTED"
+    m.run(1.0, own_cpus=1.4, other_cpus=0.6)
+    g.poll()
+    assert advice.calls == 2 and g.advice is None  # embedded: never asked again
+    m.run(1.0, own_cpus=1.0, other_cpus=1.0)
+    assert g.poll() == 1 and advice.calls == 2  # the measurement works as before
 
 
 def test_the_proc_readers_see_this_process_and_the_cpus():

@@ -34,9 +34,25 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   std::string label;
+  // --policy NAME[=JSON], repeatable: policy modules attached with the
+  // grant (mlosd only; JSON is the policy's config object, default {}).
+  std::vector<std::string> policies;
   std::vector<std::string> command;
 };
 int run_run(const RunOptions& options);
+
+// mlos policy ACTION: list | info | load | unload (name for the last
+// three). dir, host: info's policy directory and mlos-policyhost ("": as
+// docs/cli.md says). socket "" = default_socket_path().
+struct PolicyOptions {
+  std::string action;
+  std::string name;
+  std::string dir;
+  std::string host;
+  std::string socket;
+  bool json = false;
+};
+int run_policy(const PolicyOptions& options);
 
 // iterations 0 = until SIGINT/SIGTERM; batch: no escape codes (always so
 // when stdout is not a terminal).

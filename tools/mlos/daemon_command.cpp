@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -11,20 +10,11 @@
 
 #include "cli_output.h"
 #include "commands.h"
+#include "install_paths.h"
 
 namespace mlos::cli {
 
 namespace {
-
-// The directory of the running mlos binary ("" if /proc is unreadable).
-std::string own_directory() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash);
-}
 
 // Where mlosd is looked for before PATH, in order.
 std::vector<std::string> mlosd_candidates() {

@@ -50,6 +50,12 @@ Result<nlohmann::json> query_daemon_status(const std::string& socket) {
   return full_status(*client);
 }
 
+Result<nlohmann::json> query_daemon(const std::string& socket, const std::string& op, const nlohmann::json& args) {
+  auto client = connect(socket);
+  if (!client) return client.error();
+  return client->call(op, args);
+}
+
 Result<nlohmann::json> DaemonStatusSource::fetch_once() {
   if (!client_) {
     auto c = connect(socket_);

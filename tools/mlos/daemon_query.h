@@ -1,4 +1,5 @@
-// How mlos reaches mlosd: one "status" request over daemon::DaemonClient.
+// How mlos reaches mlosd: "status" (every page) or one other request over
+// daemon::DaemonClient.
 #pragma once
 
 #include <optional>
@@ -20,6 +21,11 @@ std::string resolve_socket(const std::string& requested);
 // when nothing answers there, with a message naming the socket and saying
 // how to start one; other codes when a daemon answered but refused.
 Result<nlohmann::json> query_daemon_status(const std::string& socket);
+
+// One request `op` with `args` to the mlosd at `socket`, on a connection of
+// its own; the reply's fields, or its error (DAEMON_UNAVAILABLE as above).
+Result<nlohmann::json> query_daemon(const std::string& socket, const std::string& op,
+                                    const nlohmann::json& args = nlohmann::json::object());
 
 // A connection kept open across refreshes (mlos top). fetch() reconnects
 // once if the daemon went away since the last call (e.g. it restarted), and

@@ -32,7 +32,8 @@ nlohmann::json daemon_status_json(const nlohmann::json& reply, const std::string
 
 // A header line (daemon version, pid, uptime, cgroups, CPUs, shared pool,
 // exclusive CPUs), then the table JOB LABEL PID UID CPUS EXCL PHASE WEIGHT
-// MEM CPU-s, or "no jobs". Every line ends in '\n'.
+// MEM CPU-s POLICIES (policy_view.h's job_policies), or "no jobs". Every
+// line ends in '\n'.
 std::string daemon_status_text(const nlohmann::json& reply, const std::string& socket);
 
 }  // namespace mlos::cli

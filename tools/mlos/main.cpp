@@ -7,6 +7,7 @@
 
 #include "cli_output.h"
 #include "commands.h"
+#include "install_paths.h"
 #include "mlos/version.h"
 
 int main(int argc, char** argv) {
@@ -81,10 +82,46 @@ int main(int argc, char** argv) {
                     "allocation or exits (sets MLOS_PROFILE=stderr)");
   run_cmd->add_option("--label", run.label,
                       "Name shown by `mlos status`, UTF-8 (default: CMD, bytes that are not UTF-8 shown as U+FFFD)");
+  run_cmd
+      ->add_option("--policy", run.policies,
+                   "Attach policy module NAME to the job, with its config JSON (an object; default {}); "
+                   "repeatable; needs mlosd (see `mlos policy list`)")
+      ->type_name("NAME[=JSON]")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->add_flag("--dry-run", run.dry_run, "Print the placement and exit without claiming or running");
   run_cmd->add_flag("--json", run.json, "Print the placement as JSON (stdout for --dry-run, else stderr)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "Print the placement on stderr before starting CMD");
   run_cmd->add_option("command", run.command, "CMD [ARGS...] (after --); not needed with --dry-run");
+
+  PolicyOptions policy;
+  auto* policy_cmd = app.add_subcommand("policy", "mlosd's policy modules: list, describe, load, unload");
+  policy_cmd->require_subcommand(1);
+  auto add_common = [&policy](CLI::App* sub) {
+    sub->add_flag("--json", policy.json, "Machine-readable output (schema_version 1)");
+    sub->add_option("--socket", policy.socket,
+                    "mlosd's socket (default $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock)");
+    sub->callback([&policy, sub] { policy.action = sub->get_name(); });
+    return sub;
+  };
+  add_common(policy_cmd->add_subcommand(
+      "list", "Policies in mlosd's policy directory (and files skipped, with why), loaded ones with their "
+              "state, jobs and failures, and the defaults every job gets"));
+  auto* policy_info = add_common(policy_cmd->add_subcommand(
+      "info", "Name, description and config schema of policy NAME, as the policy describes itself "
+              "(runs mlos-policyhost --describe on its file; needs no mlosd)"));
+  policy_info->add_option("name", policy.name, "The policy")->required();
+  policy_info->add_option("--dir", policy.dir,
+                          "Policy directory (default: mlosd's, else the installed " + default_policy_dir() + ")");
+  policy_info->add_option("--policy-host", policy.host,
+                          "The mlos-policyhost binary (default: next to mlos, else the installed one)");
+  auto* policy_load = add_common(
+      policy_cmd->add_subcommand("load", "Start policy NAME now and keep it loaded without jobs (root)"));
+  policy_load->add_option("name", policy.name, "The policy")->required();
+  auto* policy_unload = add_common(
+      policy_cmd->add_subcommand("unload", "Stop policy NAME, loaded by `load`, once no job uses it (root)"));
+  policy_unload->add_option("name", policy.name, "The policy")->required();
 
   if (argc >= 2 && std::string(argv[1]) == "daemon") return run_daemon(DaemonOptions{{argv + 2, argv + argc}});
 
@@ -135,6 +172,7 @@ int main(int argc, char** argv) {
     if (topo_cmd->parsed()) return run_topo(topo);
     if (status_cmd->parsed()) return run_status(status);
     if (top_cmd->parsed()) return run_top(top);
+    if (policy_cmd->parsed()) return run_policy(policy);
     return run_run(run);
   } catch (const std::exception& e) {
     std::cerr << "mlos: internal error: " << e.what() << "\n";

@@ -72,6 +72,26 @@ nlohmann::json placement_json(const Placement& p, uint64_t claim_id) {
           {"recommended_threads", std::max(1, p.physical_cores)}};
 }
 
+// --policy NAME[=JSON] into the request's policies (name -> config object).
+Status add_policies(const std::vector<std::string>& specs, nlohmann::json& policies) {
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    const std::string name = spec.substr(0, eq);
+    if (name.empty()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "--policy \"" + spec + "\" names no policy");
+    if (policies.contains(name)) return make_error(MLOS_ERR_INVALID_ARGUMENT, "--policy " + name + " given twice");
+    nlohmann::json config = nlohmann::json::object();
+    if (eq != std::string::npos) {
+      config = nlohmann::json::parse(spec.substr(eq + 1), nullptr, /*allow_exceptions=*/false);
+      if (!config.is_object()) {
+        return make_error(MLOS_ERR_INVALID_ARGUMENT, "--policy " + name + ": the config is not a JSON object (e.g. " +
+                                                         name + "='{\"threads\": 2}')");
+      }
+    }
+    policies[name] = std::move(config);
+  }
+  return Status::Ok();
+}
+
 Result<ClaimRequest> to_request(const RunOptions& o) {
   ClaimRequest r;
   r.placement.num_cpus = o.cpus;
@@ -90,6 +110,7 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
   }
   r.label = o.label.empty() && !o.command.empty() ? valid_utf8(o.command.front()) : o.label;
   r.envelope = true;
+  if (Status s = add_policies(o.policies, r.policies); !s) return s.error();
   if (!o.mem.empty()) {
     auto bytes = parse_size(o.mem);
     if (!bytes) return bytes.error();
@@ -115,6 +136,13 @@ Result<std::shared_ptr<ClaimBroker>> broker_for_run() {
   auto ledger = LedgerClaimBroker::for_this_process();
   if (!ledger) return ledger.error();
   return std::shared_ptr<ClaimBroker>(*ledger);
+}
+
+// ", policies a, b" for the verbose line ("" when there are none).
+std::string policies_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? ", policies " : ", ") + n;
+  return out;
 }
 
 }  // namespace
@@ -204,9 +232,11 @@ int run_run(const RunOptions& o) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
     j["engine"] = (*broker)->engine();
+    j["policies"] = grant->policies;
     j["command"] = o.command;
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
-                                          std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)")
+                                          std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)" +
+                                          policies_text(grant->policies))
               << "\n";
   }
 

@@ -31,8 +31,8 @@ class CpuRateTracker {
 // The screen: a header (clock, daemon version, pid, uptime, clients,
 // cgroups; CPUs, shared pool, exclusive CPUs, job count), a blank line, then
 // a table JOB LABEL PID CPUS PHASE, the share (%) of each phase in the job's
-// phase_seconds (IDLE DATA FWD BWD OPT CKPT), MEM used/limit and CPU% ("-"
-// where unknown). `clock` is the time shown ("HH:MM:SS"). Lines end in '\n'.
+// phase_seconds (IDLE DATA FWD BWD OPT CKPT), MEM used/limit, CPU% ("-"
+// where unknown) and POLICIES (policy_view.h's job_policies). `clock` is the time shown ("HH:MM:SS"). Lines end in '\n'.
 std::string render_top(const nlohmann::json& reply, const std::map<uint64_t, double>& cpu_percent,
                        const std::string& clock);
 

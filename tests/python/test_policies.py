@@ -1,0 +1,176 @@
+"""Policy modules from Python: argument errors, embedded mode's
+UNSUPPORTED (the interim state: no policy host without mlosd), and, against
+a real mlosd from the build (MLOS_BUILD_DIR) with its policies,
+ctx.request_policy, ctx.advice and MLOSTrainingContext(policies=...)."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import mlos_training as m
+from conftest import mlos_cli
+from mlos_training.errors import CODES
+
+REASON = "policy modules need mlosd in this version (embedded policy hosts are not built yet)"
+
+
+def build_dir():
+    return Path(mlos_cli()).parent.parent
+
+
+# -- embedded mode (the conftest's default) --------------------------------
+
+def test_argument_errors_are_raised_before_anything_is_asked():
+    with m.request_resources(num_cpus=1, exclusive_cpus=False) as res:
+        with pytest.raises(TypeError):
+            res.request_policy(42)
+        with pytest.raises(TypeError):
+            res.request_policy("example", config=[1])
+        for bad in ("", "exa\0mple"):
+            with pytest.raises(m.MLOSError) as e:
+                res.request_policy(bad)
+            assert e.value.code == CODES["INVALID_ARGUMENT"]
+        with pytest.raises(m.MLOSError) as e:
+            res.request_policy("example", {"threads": object()})
+        assert e.value.code == CODES["INVALID_ARGUMENT"] and "'example'" in str(e.value)
+        with pytest.raises(m.MLOSError) as e:
+            res.request_policy("example", {"threads": float("nan")})
+        assert e.value.code == CODES["INVALID_ARGUMENT"]
+        with pytest.raises(m.MLOSError) as e:
+            res.release_policy("")
+        assert e.value.code == CODES["INVALID_ARGUMENT"]
+        with pytest.raises(TypeError):
+            m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies=["example"])
+
+
+def test_embedded_mode_is_unsupported_with_the_reason():
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
+        for call in (lambda: ctx.request_policy("example", threads=1), lambda: ctx.release_policy("example"),
+                     lambda: ctx.advice):
+            with pytest.raises(m.MLOSError) as e:
+                call()
+            assert e.value.code == CODES["UNSUPPORTED"] and REASON in str(e.value)
+        assert ctx.cpus  # the allocation itself is unaffected
+
+
+def test_a_context_with_policies_fails_in_embedded_mode_and_releases_its_claim(tmp_path):
+    ctx = m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=True, policies={"example": {"threads": 1}})
+    with pytest.raises(m.MLOSError) as e:
+        ctx.start()
+    assert e.value.code == CODES["UNSUPPORTED"]
+    assert ctx.resources is None
+    # The exclusive CPU it took is free again: the same request succeeds.
+    with m.MLOSTrainingContext(num_cpus=len(os.sched_getaffinity(0)), exclusive_cpus=True):
+        pass
+
+
+# -- under mlosd ---------------------------------------------------------------
+
+class Mlosd:
+    """mlosd from the build, without default policies, on a private socket."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="mlos-py-pol-"))
+        self.socket = self.dir / "mlosd.sock"
+        config = self.dir / "mlosd.json"
+        config.write_text('{"policies": {"defaults": []}}')
+        b = build_dir()
+        argv = [str(b / "bin" / "mlosd"), "-c", str(config), "--socket", str(self.socket), "--state-dir",
+                str(self.dir / "state"), "--cgroups", "none", "--metrics-listen", "127.0.0.1:0", "--ledger-dir", str(self.dir),
+                "--confine", "off", "--policy-dir", str(b / "policies"), "--policy-host",
+                str(b / "bin" / "mlos-policyhost")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+        self.log = open(self.dir / "mlosd.log", "w")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
+        deadline = time.monotonic() + 15
+        while not self.socket.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"mlosd did not start: {(self.dir / 'mlosd.log').read_text()}")
+            time.sleep(0.02)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(10)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def module_mlosd():
+    # One for the module: libmlos keeps its daemon connection (and socket
+    # path) for the life of the process, as a training process would.
+    d = Mlosd()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def mlosd(module_mlosd, monkeypatch):
+    monkeypatch.setenv("MLOS_MODE", "daemon")
+    monkeypatch.setenv("MLOS_DAEMON_SOCKET", str(module_mlosd.socket))
+    return module_mlosd
+
+
+def wait_for_advice(ctx, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    advice = ctx.advice
+    while not advice["threads_advised"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        advice = ctx.advice
+    return advice
+
+
+def test_request_policy_and_advice_under_mlosd(mlosd):
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
+        before = ctx.advice
+        assert set(before) == {"threads", "threads_advised", "cpu_weight", "policies", "policies_failed"}
+        assert before["threads_advised"] is False and before["policies"] == 0 and before["threads"] >= 1
+        ctx.request_policy("example", threads=1)
+        advice = wait_for_advice(ctx)
+        assert advice["threads"] == 1 and advice["threads_advised"] is True
+        assert advice["policies"] == 1 and advice["policies_failed"] == 0
+        ctx.release_policy("example")
+        assert ctx.advice["policies"] == 0 and ctx.advice["threads_advised"] is False
+        with pytest.raises(m.MLOSError) as e:
+            ctx.release_policy("example")
+        assert e.value.code == CODES["NOT_FOUND"]
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("no-such-policy")
+        assert e.value.code == CODES["NOT_FOUND"] and str(build_dir() / "policies") in str(e.value)
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("example", bogus=1)
+        assert e.value.code == CODES["INVALID_ARGUMENT"] and "bogus" in str(e.value)
+
+
+def test_a_context_requests_its_policies_after_the_grant(mlosd):
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies={"example": {"threads": 1}}) as ctx:
+        advice = wait_for_advice(ctx)
+        assert advice["policies"] == 1 and advice["threads"] == 1 and advice["threads_advised"] is True
+    ctx = m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies={"no-such-policy": {}})
+    with pytest.raises(m.MLOSError) as e:
+        ctx.start()
+    assert e.value.code == CODES["NOT_FOUND"] and ctx.resources is None  # released again
+
+
+def test_the_thread_governor_takes_the_advised_count_under_mlosd(mlosd):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    cpus = min(2, len(os.sched_getaffinity(0)))
+    with m.MLOSTrainingContext(num_cpus=cpus, exclusive_cpus=False, policies={"example": {"threads": 1}}) as ctx:
+        assert wait_for_advice(ctx)["threads_advised"]
+        g = ctx.governor
+        assert g is not None and g.advice is not None
+        deadline = time.monotonic() + 10
+        while g.source != "advice" and time.monotonic() < deadline:
+            time.sleep(g.interval)
+            ctx.set_phase(m.PHASE_FORWARD)
+        assert g.source == "advice" and g.threads == 1
+        assert torch.get_num_threads() == 1 and ctx.torch_threads == 1
+    assert torch.get_num_threads() == before
