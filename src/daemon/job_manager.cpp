@@ -551,7 +551,16 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
       }
     }
   }
+  // A job nested in an envelope (`mlos run --policy ...`) gets the
+  // envelope's policies too, with the envelope's config unless it asked
+  // for that policy itself: the command's own requests are what the
+  // policies advise (threads), not the envelope, which runs no code.
   live.record.policies = x.policies;
+  if (nested) {
+    for (const auto& [name, config] : envelope->record.policies.items()) {
+      if (!live.record.policies.contains(name)) live.record.policies[name] = config;
+    }
+  }
   if (Status s = persist(live); !s) {
     forget(live.record.id, "state file not saved");
     return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
