@@ -44,11 +44,11 @@ os.environ.setdefault("MLOS_BUILD_DIR", str(BUILD))
 from daemon_helpers import Daemon, v1_cgroups_usable, wait_for  # noqa: E402
 
 WORK = """
-import sys, time
+import os, sys, time
 end = time.monotonic() + float(sys.argv[1]); n = 0
 while time.monotonic() < end:
     for _ in range(10000): n += 1
-print(n)
+os.write(1, f"{n}\\n".encode())
 """
 
 
@@ -150,7 +150,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--flips", type=int, default=50)
-    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "2cpu-debian12"))
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
