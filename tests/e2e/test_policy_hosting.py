@@ -21,6 +21,11 @@ from daemon_helpers import Daemon, Started, v1_cgroups_usable, wait_for
 FIXTURES = build_dir() / "tests" / "policy-fixtures"
 SHIPPED = build_dir() / "policies"
 
+# The sanitizer run (scripts/sanitize_daemon.sh) builds mlosd and its
+# clients only: no policy host, no policies.
+pytestmark = pytest.mark.skipif(not (build_dir() / "bin" / "mlos-policyhost").exists() or not FIXTURES.is_dir(),
+                                reason="this build has no policy host or fixture policies (a sanitizer build)")
+
 
 @pytest.fixture
 def started():
