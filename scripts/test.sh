@@ -28,6 +28,7 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).
   MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
     fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay fuzz_registry_replay
+    fuzz_policy_reply_replay
     mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child" \
     bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   rm -rf build-asan/test-runtime
