@@ -85,8 +85,10 @@ class Daemon:
              "--ledger-dir", str(self.dir),
              # The policies and their host from this build (an installed
              # mlosd finds them under its prefix).
-             "--policy-dir", str(self.policy_dir),
-             "--policy-host", str(build_dir() / "bin" / "mlos-policyhost")]
+             # (absolute: mlosd refuses relative paths there, and
+             # MLOS_BUILD_DIR may be relative, as in the sanitizer run).
+             "--policy-dir", str(Path(self.policy_dir).resolve()),
+             "--policy-host", str((build_dir() / "bin" / "mlos-policyhost").resolve())]
         # Node-wide confinement moves every unmanaged process of the machine
         # (other tests' included): off unless a test asks (confine=None
         # leaves it to the test's config file).
