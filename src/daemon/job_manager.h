@@ -295,6 +295,9 @@ class JobManager {
   // settings.
   void refresh_after_policy(Live& job);
   nlohmann::json advice_json(const Live& job) const;
+  // The grant's thread count (its physical cores): the advice when no
+  // policy gives one.
+  int grant_threads(const Live& job) const;
 
   JobManagerDeps d_;
   std::unique_ptr<policy::PolicyHosts> policies_;  // null: no policy modules

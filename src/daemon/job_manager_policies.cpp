@@ -43,6 +43,8 @@ Status advise_file(const std::string& path, uint32_t uid, uint64_t advice) {
 
 }  // namespace
 
+int JobManager::grant_threads(const Live& j) const { return std::max(1, d_.topology.physical_cores_in(j.record.cpus)); }
+
 policy::PolicyHosts::Callbacks JobManager::policy_callbacks() {
   policy::PolicyHosts::Callbacks cb;
   cb.figures = [this](uint64_t job) { return policy_figures(job); };
@@ -74,7 +76,7 @@ std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id)
   std::memcpy(f.cpus, list.c_str(), list.size() + 1);
   const auto mems = j.record.mems.to_vector();
   f.primary_node = mems.empty() ? -1 : mems.front();
-  f.recommended_threads = std::max(1, d_.topology.physical_cores_in(j.record.cpus));
+  f.recommended_threads = grant_threads(j);
   if (s.cpu_seconds) f.cpu_seconds = *s.cpu_seconds;
   if (d_.process_cpu_seconds) {
     if (auto own = d_.process_cpu_seconds(j.record.owner.pid)) f.owner_cpu_seconds = *own;
@@ -203,15 +205,13 @@ json JobManager::advice_json(const Live& j) const {
   std::vector<std::string> names;
   if (policies_) {
     names = policies_->policies_of(j.record.id);
-    for (const json& p : policies_->status()) {
-      if (p["state"] == "failed" && std::find(names.begin(), names.end(), p["name"].get<std::string>()) != names.end()) {
-        failed.push_back(json{{"name", p["name"]}, {"why", p["last_failure"]}});
-      }
+    for (const auto& [name, why] : policies_->failed_policies_of(j.record.id)) {
+      failed.push_back(json{{"name", name}, {"why", why}});
     }
   }
   const auto& t = j.effects.threads;
   const auto& w = j.effects.cpu_weight;
-  return json{{"threads", t.value ? *t.value : std::max(1, d_.topology.physical_cores_in(j.record.cpus))},
+  return json{{"threads", t.value ? *t.value : grant_threads(j)},
               {"threads_advised", t.value.has_value()},
               {"threads_by", t.value ? json(t.by) : json(nullptr)},
               {"cpu_weight", j.weight != 0 ? json(j.weight) : json(nullptr)},

@@ -3,14 +3,8 @@
 #include <stdexcept>
 
 #include "core/json_fields.h"
-#include "policy/policy_protocol.h"
+#include "policy/install_defaults.h"
 
-#ifndef MLOS_DEFAULT_POLICY_DIR
-#define MLOS_DEFAULT_POLICY_DIR "/usr/local/lib/mlos/policies"
-#endif
-#ifndef MLOS_DEFAULT_POLICY_HOST
-#define MLOS_DEFAULT_POLICY_HOST "/usr/local/libexec/mlos/mlos-policyhost"
-#endif
 
 namespace mlos::daemon {
 
@@ -27,7 +21,8 @@ std::string absolute_path(const json& v, const std::string& key) {
 
 }  // namespace
 
-DaemonPolicyConfig::DaemonPolicyConfig() : dir(MLOS_DEFAULT_POLICY_DIR), host(MLOS_DEFAULT_POLICY_HOST) {}
+DaemonPolicyConfig::DaemonPolicyConfig()
+    : dir(policy::installed_policy_dir()), host(policy::installed_policy_host()) {}
 
 Status DaemonPolicyConfig::merge(const json& c) {
   if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "policies must be an object");

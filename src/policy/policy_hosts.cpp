@@ -342,17 +342,33 @@ void PolicyHosts::detach_job(uint64_t job) {
 }
 
 void PolicyHosts::phase_changed(uint64_t job, int old_phase, int new_phase) {
-  for (auto& [name, l] : loaded_) {
-    if (!l.jobs.count(job) || l.state == State::kFailed) continue;
-    enqueue(l, Event{"phase", json{{"job", job}, {"old", old_phase}, {"new", new_phase}, {"figures", figures_json(job)}}, job});
-  }
+  notify(job, "phase", json{{"job", job}, {"old", old_phase}, {"new", new_phase}});
 }
 
 void PolicyHosts::pressure_changed(uint64_t job, int level) {
+  notify(job, "pressure", json{{"job", job}, {"level", level}});
+}
+
+void PolicyHosts::notify(uint64_t job, const std::string& op, json args) {
+  // The figures cost file reads (cgroup usage, /proc): taken once for all
+  // the job's policies, and only if one of them is there to hear it.
+  bool figured = false;
   for (auto& [name, l] : loaded_) {
     if (!l.jobs.count(job) || l.state == State::kFailed) continue;
-    enqueue(l, Event{"pressure", json{{"job", job}, {"level", level}, {"figures", figures_json(job)}}, job});
+    if (!figured) {
+      args["figures"] = figures_json(job);
+      figured = true;
+    }
+    enqueue(l, Event{op, args, job});
   }
+}
+
+std::vector<std::pair<std::string, std::string>> PolicyHosts::failed_policies_of(uint64_t job) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, l] : loaded_) {
+    if (l.state == State::kFailed && l.jobs.count(job)) out.emplace_back(name, l.last_failure);
+  }
+  return out;
 }
 
 void PolicyHosts::poll() {

@@ -100,6 +100,8 @@ class PolicyHosts {
 
   Result<PolicyCatalog> catalog() const;
   std::vector<std::string> policies_of(uint64_t job) const;
+  // The policies `job` uses that are failed now, with the reason.
+  std::vector<std::pair<std::string, std::string>> failed_policies_of(uint64_t job) const;
   // Per loaded policy: state, pid, jobs, failures, restarts, last failure,
   // actions applied and refused by kind, ticks and their latency.
   nlohmann::json status() const;
@@ -138,6 +140,9 @@ class PolicyHosts {
   Status start(Loaded& l);
   void fail(Loaded& l, const std::string& why);
   void enqueue(Loaded& l, Event e);
+  // Sends event `op` (with the job's figures added) to every running
+  // policy `job` uses.
+  void notify(uint64_t job, const std::string& op, nlohmann::json args);
   void dispatch(Loaded& l);
   // Handles whatever replies arrived; false if the host failed.
   bool drain(Loaded& l);

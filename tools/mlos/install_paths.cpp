@@ -4,14 +4,7 @@
 
 #include <climits>
 
-// Set by CMakeLists.txt from the install prefix; the fallbacks keep a
-// build without them compiling.
-#ifndef MLOS_DEFAULT_POLICY_DIR
-#define MLOS_DEFAULT_POLICY_DIR "/usr/local/lib/mlos/policies"
-#endif
-#ifndef MLOS_DEFAULT_POLICY_HOST
-#define MLOS_DEFAULT_POLICY_HOST "/usr/local/libexec/mlos/mlos-policyhost"
-#endif
+#include "policy/install_defaults.h"
 
 namespace mlos::cli {
 
@@ -27,10 +20,10 @@ std::string own_directory() {
 std::vector<std::string> policy_host_candidates() {
   std::vector<std::string> out;
   if (const std::string dir = own_directory(); !dir.empty()) out.push_back(dir + "/mlos-policyhost");
-  out.push_back(MLOS_DEFAULT_POLICY_HOST);
+  out.push_back(policy::installed_policy_host());
   return out;
 }
 
-std::string default_policy_dir() { return MLOS_DEFAULT_POLICY_DIR; }
+std::string default_policy_dir() { return policy::installed_policy_dir(); }
 
 }  // namespace mlos::cli

@@ -1,0 +1,16 @@
+#include "policy/install_defaults.h"
+
+// Set on this file by CMakeLists.txt from the install prefix.
+#ifndef MLOS_DEFAULT_POLICY_DIR
+#error "MLOS_DEFAULT_POLICY_DIR must be defined by the build"
+#endif
+#ifndef MLOS_DEFAULT_POLICY_HOST
+#error "MLOS_DEFAULT_POLICY_HOST must be defined by the build"
+#endif
+
+namespace mlos::policy {
+
+std::string installed_policy_dir() { return MLOS_DEFAULT_POLICY_DIR; }
+std::string installed_policy_host() { return MLOS_DEFAULT_POLICY_HOST; }
+
+}  // namespace mlos::policy
