@@ -143,10 +143,12 @@ class Resources:
 
     def request_policy(self, name, config=None):
         """Attaches policy module `name` to this allocation's job, with
-        `config` (a dict, sent as a JSON object; None: {}). Needs mlosd (see
+        `config` (a dict, sent as a JSON object; None: {}). Served by mlosd,
+        or in embedded mode by a policy host libmlos starts (see
         docs/python.md, "Policy modules"). Raises MLOSError: UNSUPPORTED
-        (embedded mode: no policy host in this version), NOT_FOUND (no such
-        policy; the message names mlosd's policy directory),
+        (embedded mode without an installed policy host: the message says
+        where it looked), NOT_FOUND (no such policy; the message names the
+        policy directory),
         INVALID_ARGUMENT (name empty or with a NUL byte, a config that is
         not JSON, or one the policy refuses: the message names the key),
         POLICY_FAILED (it crashed or hung, now or recently),
@@ -165,18 +167,19 @@ class Resources:
 
     def release_policy(self, name):
         """Detaches policy `name`; what it set is taken back. Raises
-        MLOSError: NOT_FOUND (the job does not use it), UNSUPPORTED
-        (embedded mode), INVALID_ARGUMENT (name empty or with a NUL byte)."""
+        MLOSError: NOT_FOUND (the job does not use it), UNSUPPORTED (no
+        policy host), INVALID_ARGUMENT (name empty or with a NUL byte)."""
         check(_core.release_policy(self._handle, _policy_name(name)))
 
     @property
     def advice(self):
-        """What the job's policies advise now, one round trip to mlosd:
+        """What the job's policies advise now (one round trip to mlosd, or
+        to libmlos's policy thread in embedded mode):
         {"threads": intra-op threads to use, "threads_advised": True when a
         policy advised them (else they are the grant's recommended count),
         "cpu_weight": the job cgroup's CPU weight (0 unknown), "policies":
         how many it uses, "policies_failed": how many of those failed now}.
-        Raises MLOSError(UNSUPPORTED) in embedded mode."""
+        Raises MLOSError(UNSUPPORTED) in embedded mode without a policy host."""
         rc, advice = _core.advice(self._handle)
         check(rc)
         return advice

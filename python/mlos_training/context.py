@@ -8,8 +8,8 @@ With torch imported: torch's intra-op pool is sized to the allocation
 (its physical cores), and `model=`/`optimizer=` mark FORWARD, BACKWARD and
 OPTIMIZER by themselves (see mlos_training.pytorch). With world_size > 1 a
 MLOSProcessGroup is created on the allocation (ctx.process_group).
-`policies={"name": {config}}` attaches mlosd's policy modules to the job
-right after the grant (docs/python.md, "Policy modules").
+`policies={"name": {config}}` attaches policy modules to the job right
+after the grant (docs/python.md, "Policy modules").
 """
 import os
 import sys
@@ -18,7 +18,7 @@ import threading
 from . import (PHASE_FORWARD, PHASE_IDLE, _core, bind_current_thread, release_resources, request_resources,
                set_phase)
 from .errors import MLOSError, c_integer, invalid_argument
-from .thread_governor import ThreadGovernor
+from .thread_advice import AdvisedThreads
 
 _GIB = 1 << 30
 _stack = threading.local()
@@ -47,13 +47,15 @@ class MLOSTrainingContext:
     world_size: >1 creates ctx.process_group. bind: pin the entering thread.
     model, optimizer: automatic phase marking (torch). size_threads: give
     torch set_num_threads(recommended_threads) while the context is active.
-    adapt_threads: keep the pool sized to the allocation's CPUs that other
-    processes leave free (ThreadGovernor, checked at each FORWARD of the
-    entering thread; under mlosd the size a policy advises, see
-    thread_governor.py); default on, MLOS_ADAPT_THREADS=0 turns it off.
+    adapt_threads: keep the pool at the size the job's policies advise (the
+    default thread-governor policy: the allocation's CPUs that other
+    processes leave free), read at each FORWARD of the entering thread
+    (AdvisedThreads, thread_advice.py); default on, MLOS_ADAPT_THREADS=0
+    turns it off.
     policies: {name: config dict} of policy modules to request right after
-    the grant (needs mlosd: in embedded mode start() raises
-    MLOSError(UNSUPPORTED) and releases what it took).
+    the grant (served by mlosd, or in embedded mode by a policy host libmlos
+    starts); one that cannot be attached makes start() raise and release
+    what it took.
     """
 
     def __init__(self, num_cpus=1, memory_gb=0, *, memory_bytes=None, numa_preference=-1, exclusive_cpus=True,
@@ -81,7 +83,7 @@ class MLOSTrainingContext:
         if policies is not None and not isinstance(policies, dict):
             raise TypeError(f"policies must be a dict of policy name -> config dict, got {type(policies).__name__}")
         self.policies = dict(policies or {})
-        self.governor = None  # a ThreadGovernor while the pool is kept sized
+        self.governor = None  # an AdvisedThreads while the pool is kept sized
         self._torch, self._thread = None, None
         self.resources = None
         self.process_group = None
@@ -107,9 +109,9 @@ class MLOSTrainingContext:
                 self._undo.append(lambda: torch.set_num_threads(before))
                 if self.adapt_threads:
                     res = self.resources
-                    self.governor = ThreadGovernor(res.cpus, res.recommended_threads, advice=lambda: res.advice)
-                    # The first sample (the first window ends at a FORWARD 0.5 s
-                    # on), or under mlosd a policy's advice, applied at once.
+                    self.governor = AdvisedThreads(lambda: res.advice, res.recommended_threads, len(res.cpus))
+                    # Advice the policies already give (e.g. a CPU taken
+                    # since before the job started) applies at once.
                     threads = self.governor.poll()
                     if threads is not None:
                         torch.set_num_threads(threads)
@@ -155,8 +157,8 @@ class MLOSTrainingContext:
     # -- use --------------------------------------------------------------
     def set_phase(self, phase):
         """Enters `phase` for this allocation's bound threads. At FORWARD,
-        in the thread that entered the context, the thread governor may
-        resize torch's pool (between operators, where that is safe)."""
+        in the thread that entered the context, torch's pool may be resized
+        to the advised size (between operators, where that is safe)."""
         set_phase(self.resources, phase)
         self.phase = phase
         if phase == PHASE_FORWARD and self.governor is not None and threading.get_ident() == self._thread:
@@ -174,8 +176,8 @@ class MLOSTrainingContext:
 
     @property
     def torch_threads(self):
-        """The intra-op pool size the context wants now: the governor's
-        choice while it runs, else the allocation's recommended_threads.
+        """The intra-op pool size the context wants now: the advised size
+        while the pool is kept sized, else the allocation's recommended_threads.
         For code that must put the pool back after something else resized
         it (Ultralytics does on CPU)."""
         return self.governor.threads if self.governor is not None else self.resources.recommended_threads
@@ -184,9 +186,9 @@ class MLOSTrainingContext:
     def cpus(self):
         return self.resources.cpus
 
-    # -- policy modules (mlosd) -------------------------------------------
+    # -- policy modules ---------------------------------------------------
     def request_policy(self, name, **config):
-        """Attaches mlosd's policy module `name` to this job with `config`
+        """Attaches policy module `name` to this job with `config`
         as its JSON object, e.g. ctx.request_policy("example", threads=2).
         See Resources.request_policy for the errors."""
         self.resources.request_policy(name, config)

@@ -36,7 +36,7 @@
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
-#include "daemon/policy_effects.h"
+#include "policy/policy_effects.h"
 #include "daemon/registry_store.h"
 #include "daemon/user_quotas.h"
 #include "os/cgroup/cgroup_driver.h"
@@ -230,7 +230,7 @@ class JobManager {
     bool protected_memory = false;       // memory.low applied
     std::vector<std::string> notes;      // degraded effects, one line each
     std::unique_ptr<JobMemoryWatch> memory;  // set by watch_memory
-    PolicyEffects effects;               // what its policies set
+    policy::PolicyEffects effects;       // what its policies set
     int pressure_level_seen = -1;        // last level told to its policies
   };
 

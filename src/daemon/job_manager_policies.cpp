@@ -1,47 +1,15 @@
 // JobManager and policy modules: the figures policies read, the grant
 // checks on what they ask for, and taking their effects back when they
 // detach or fail. See policy/policy_hosts.h and docs/policies.md.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include "daemon/job_manager.h"
 #include "os/log_sink.h"
-#include "os/unique_fd.h"
+#include "policy/file_advice.h"
 
 namespace mlos::daemon {
 
 using nlohmann::json;
-
-namespace {
-
-// Applies `advice` (mlos_policy_file_advice_t) to `path` for a job of
-// `uid`: only a file that uid owns or that everyone may read (the daemon
-// reads as root; a policy must not warm or drop another user's files).
-Status advise_file(const std::string& path, uint32_t uid, uint64_t advice) {
-  os::UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return make_sys_error(errno, "cannot open " + path, MLOS_ERR_NOT_FOUND);
-  struct stat st{};
-  if (fstat(fd.get(), &st) != 0) return make_sys_error(errno, "cannot stat " + path);
-  if (!S_ISREG(st.st_mode)) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " is not a regular file");
-  if (st.st_uid != uid && !(st.st_mode & S_IROTH)) {
-    return make_error(MLOS_ERR_PERMISSION, path + " is neither the job owner's nor readable by everyone");
-  }
-  int how = POSIX_FADV_NORMAL;
-  switch (advice) {
-    case MLOS_POLICY_FILE_SEQUENTIAL: how = POSIX_FADV_SEQUENTIAL; break;
-    case MLOS_POLICY_FILE_WILLNEED: how = POSIX_FADV_WILLNEED; break;
-    case MLOS_POLICY_FILE_DONTNEED: how = POSIX_FADV_DONTNEED; break;
-    default: return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown file advice " + std::to_string(advice));
-  }
-  if (int rc = posix_fadvise(fd.get(), 0, 0, how); rc != 0) return make_sys_error(rc, "posix_fadvise " + path);
-  return Status::Ok();
-}
-
-}  // namespace
 
 int JobManager::grant_threads(const Live& j) const { return std::max(1, d_.topology.physical_cores_in(j.record.cpus)); }
 
@@ -67,13 +35,7 @@ std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id)
     f.phase_seconds[p] = s.phase_seconds[p];
     f.phase_entries[p] = s.phase_entries[p];
   }
-  f.num_cpus = j.record.cpus.count();
-  std::string list = j.record.cpus.to_list();
-  if (list.size() >= sizeof f.cpus) {
-    list.resize(list.rfind(',', sizeof f.cpus - 1));
-    f.cpus_truncated = 1;
-  }
-  std::memcpy(f.cpus, list.c_str(), list.size() + 1);
+  policy::set_figure_cpus(f, j.record.cpus);
   const auto mems = j.record.mems.to_vector();
   f.primary_node = mems.empty() ? -1 : mems.front();
   f.recommended_threads = grant_threads(j);
@@ -130,7 +92,7 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
     case policy::ActionKind::kIoWeight:
       return make_error(MLOS_ERR_UNSUPPORTED, "mlosd's cgroup drivers set no I/O weight yet");
     case policy::ActionKind::kFileAdvice:
-      return advise_file(a.path, j.record.uid, a.value);
+      return policy::advise_file(a.path, j.record.uid, a.value);
   }
   return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
 }

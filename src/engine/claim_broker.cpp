@@ -16,11 +16,11 @@ Result<Placement> ClaimBroker::plan(const ClaimRequest& /*request*/) {
 
 Result<std::vector<std::string>> ClaimBroker::request_policy(uint64_t /*claim_id*/, const std::string& /*name*/,
                                                              const nlohmann::json& /*config*/) {
-  return policies_need_daemon();
+  return no_policy_service();
 }
 
-Status ClaimBroker::release_policy(uint64_t /*claim_id*/, const std::string& /*name*/) { return policies_need_daemon(); }
+Status ClaimBroker::release_policy(uint64_t /*claim_id*/, const std::string& /*name*/) { return no_policy_service(); }
 
-Result<PolicyAdvice> ClaimBroker::advice(uint64_t /*claim_id*/) { return policies_need_daemon(); }
+Result<PolicyAdvice> ClaimBroker::advice(uint64_t /*claim_id*/) { return no_policy_service(); }
 
 }  // namespace mlos

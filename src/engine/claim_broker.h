@@ -25,8 +25,8 @@ struct ClaimRequest {
   // Made by `mlos run` for a process and its descendants (see Claim::envelope).
   bool envelope = false;
   // Policy modules to attach with the grant, name -> config object (the
-  // request fails, granting nothing, if one cannot be attached). Only
-  // mlosd serves them: the embedded engine refuses a non-empty one.
+  // request fails, granting nothing, if one cannot be attached). mlosd
+  // serves them, and the embedded engine with its policy service.
   nlohmann::json policies = nlohmann::json::object();
 };
 
@@ -48,10 +48,11 @@ struct Grant {
   // Set when the CPUs granted are fewer than asked because the process is
   // a local rank and its share is smaller (MLOS_EFFECT_AFFINITY); says why.
   std::string affinity_note;
-  // Set by brokers whose arbiter follows phases (mlosd); null otherwise.
+  // Set by brokers that follow phases (mlosd; the embedded engine's policy
+  // service); null otherwise.
   std::shared_ptr<PhaseSink> phase_sink;
-  // The policy modules the job uses from the start (mlosd: those asked for
-  // and the daemon's defaults); empty for the embedded engine.
+  // The policy modules the job uses from the start: those asked for and
+  // the engine's defaults.
   std::vector<std::string> policies;
 };
 
@@ -81,8 +82,8 @@ class ClaimBroker {
   // Policy modules of the claim `claim_id` (docs/api.md, "Policy
   // modules"): attach `name` with `config` (a JSON object) and return the
   // names the job uses now; detach it (NOT_FOUND if the job does not use
-  // it); what the job's policies advise now. The default, the embedded
-  // engine's: UNSUPPORTED (policies_need_daemon()).
+  // it); what the job's policies advise now. The default, for a broker
+  // that serves none: UNSUPPORTED (no_policy_service()).
   virtual Result<std::vector<std::string>> request_policy(uint64_t claim_id, const std::string& name,
                                                           const nlohmann::json& config);
   virtual Status release_policy(uint64_t claim_id, const std::string& name);

@@ -3,10 +3,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
 
+#include "engine/job.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "os/process_info.h"
@@ -14,12 +16,13 @@
 namespace mlos {
 
 LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory,
-                                     int owner_pid)
+                                     int owner_pid, PolicyService policies)
     : topology_(std::move(topology)),
       allowed_(std::move(allowed)),
       ledger_(std::move(ledger)),
       memory_(std::move(memory)),
-      owner_pid_(owner_pid) {}
+      owner_pid_(owner_pid),
+      policies_(std::move(policies)) {}
 
 Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process() {
   auto topo = os::shared_topology();
@@ -50,13 +53,102 @@ Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process()
     }
     memory = [m] { return m; };
   }
-  return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory, 0);
+  return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory, 0,
+                                             &EmbeddedPolicies::for_this_process);
 }
 
 int LedgerClaimBroker::owner_pid() const { return owner_pid_ != 0 ? owner_pid_ : static_cast<int>(getpid()); }
 
 Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
-  if (!request.policies.empty()) return policies_need_daemon();
+  if (!request.policies.empty() && !policies_) return no_policy_service();
+  if (request.envelope && !request.policies.empty()) {
+    // The process that holds an envelope (mlos run) execs its command,
+    // which would end the policy thread: its command's jobs ask instead.
+    return make_error(MLOS_ERR_UNSUPPORTED, "an embedded envelope claim keeps no policies (mlos run hands them to "
+                                            "its command's jobs through MLOS_JOB_POLICIES)");
+  }
+  auto grant = record(request);
+  if (!grant || !policies_ || request.envelope) return grant;
+  if (grant->claim_id == 0) {
+    if (request.policies.empty()) return grant;
+    return make_error(MLOS_ERR_UNSUPPORTED, "policies need a claim recorded in the ledger: " + grant->ledger_note);
+  }
+  if (Status s = serve(*grant, request); !s) {
+    (void)release(grant->claim_id);
+    return s.error();
+  }
+  return grant;
+}
+
+Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request) {
+  const uint64_t id = grant.claim_id;
+  Served served;
+  served.grant.cpus = grant.placement.cpu_set;
+  served.grant.primary_node = grant.placement.primary_node;
+  served.grant.recommended_threads = std::max(1, grant.placement.physical_cores);
+  served.grant.memory_bytes = request.placement.memory_bytes;
+  served.grant.priority = request.priority;
+  served.phases = EmbeddedPolicies::make_phase_sink(Job::steady_clock_ns());
+  grant.phase_sink = served.phases;
+  {
+    std::lock_guard lock(mu_);
+    served_[id] = served;
+  }
+  auto service = serving(id);
+  if (!service) {
+    // Without a service a job runs as it would without policies, unless it
+    // (or mlos run, through MLOS_JOB_POLICIES) asked for some.
+    const char* every = std::getenv("MLOS_JOB_POLICIES");
+    if (request.policies.empty() && (every == nullptr || *every == '\0')) return Status::Ok();
+    return service.error();
+  }
+  nlohmann::json requested = (*service)->options().every_job;
+  for (const auto& [name, config] : request.policies.items()) requested[name] = config;
+  for (const auto& [name, config] : requested.items()) {
+    auto attached = (*service)->request(id, name, config);
+    if (!attached) return attached.error();  // the caller's release() detaches the others
+  }
+  (*service)->attach_defaults(id);
+  if (auto advice = (*service)->advice(id)) grant.policies = advice->policies;
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<EmbeddedPolicies>> LedgerClaimBroker::serving(uint64_t claim_id) {
+  if (!policies_) return no_policy_service();
+  std::lock_guard lock(mu_);
+  auto it = served_.find(claim_id);
+  if (it == served_.end()) {
+    return make_error(MLOS_ERR_INVALID_HANDLE, "claim " + std::to_string(claim_id) + " is not a live claim of this process");
+  }
+  auto service = policies_();
+  if (!service) return service.error();
+  if (!it->second.registered) {
+    if (Status s = (*service)->add_job(claim_id, it->second.grant, it->second.phases); !s) return s.error();
+    it->second.registered = true;
+  }
+  return service;
+}
+
+Result<std::vector<std::string>> LedgerClaimBroker::request_policy(uint64_t claim_id, const std::string& name,
+                                                                   const nlohmann::json& config) {
+  auto service = serving(claim_id);
+  if (!service) return service.error();
+  return (*service)->request(claim_id, name, config);
+}
+
+Status LedgerClaimBroker::release_policy(uint64_t claim_id, const std::string& name) {
+  auto service = serving(claim_id);
+  if (!service) return service.error();
+  return (*service)->release(claim_id, name);
+}
+
+Result<PolicyAdvice> LedgerClaimBroker::advice(uint64_t claim_id) {
+  auto service = serving(claim_id);
+  if (!service) return service.error();
+  return (*service)->advice(claim_id);
+}
+
+Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
   auto self = os::process_id(owner_pid());
   if (!self) return self.error();
   const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
@@ -101,7 +193,7 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
 }
 
 Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) {
-  if (!request.policies.empty()) return policies_need_daemon();
+  if (!request.policies.empty() && !policies_) return no_policy_service();
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
   return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),
@@ -109,6 +201,17 @@ Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) {
 }
 
 Status LedgerClaimBroker::release(uint64_t claim_id) {
+  bool registered = false;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = served_.find(claim_id); it != served_.end()) {
+      registered = it->second.registered;
+      served_.erase(it);
+    }
+  }
+  if (registered) {
+    if (auto service = policies_()) (*service)->remove_job(claim_id);
+  }
   auto self = os::process_id(owner_pid());
   if (!self) return self.error();
   return ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {

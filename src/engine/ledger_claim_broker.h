@@ -3,9 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "engine/claim_broker.h"
+#include "engine/embedded_policies.h"
 #include "os/ledger_file.h"
 
 namespace mlos {
@@ -13,25 +16,41 @@ namespace mlos {
 class LedgerClaimBroker final : public ClaimBroker {
  public:
   using MemoryProbe = std::function<MemoryAvailability()>;
+  // The policy service for this process's jobs, asked at every grant (its
+  // error, e.g. no policy host installed, refuses requested policies and
+  // leaves a job without defaults). Null: policies are UNSUPPORTED.
+  using PolicyService = std::function<Result<std::shared_ptr<EmbeddedPolicies>>()>;
 
   // `allowed`: the process's CPUs; `memory`: called under the ledger lock
   // for each request; `owner_pid`: the process claims belong to, 0 for
   // "whichever process calls" (read at each call, so a forked child's claims
   // are its own, not its parent's).
-  LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory, int owner_pid);
+  LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory, int owner_pid,
+                    PolicyService policies = nullptr);
 
   // The broker for this process: shared_topology(), the main thread's
   // affinity at first use (MLOS_ALLOWED_CPUS overrides it for synthetic and
-  // XML topologies only), default_runtime_dir().
+  // XML topologies only), default_runtime_dir(), and
+  // EmbeddedPolicies::for_this_process().
   static Result<std::shared_ptr<LedgerClaimBroker>> for_this_process();
 
-  // Both refuse a request with policies (UNSUPPORTED, policies_need_daemon()):
-  // no policy host runs in embedded mode in this version.
+  // With a policy service, a recorded claim gets the requested policies and
+  // the service's every-job ones (the first that cannot be attached undoes
+  // the claim and is the error) and the service's defaults, and its phases
+  // are followed. Envelope claims (mlos run) get none and refuse requested
+  // ones (UNSUPPORTED): the process that holds one execs its command.
   Result<Grant> acquire(const ClaimRequest& request) override;
-  // Plans against the current ledger without recording anything (dry run).
+  // Plans against the current ledger without recording anything (dry run;
+  // policies play no part in placement).
   Result<Placement> plan(const ClaimRequest& request) override;
   const char* engine() const override { return "embedded"; }
   Status release(uint64_t claim_id) override;
+  // Served by the policy service (UNSUPPORTED without one; INVALID_HANDLE
+  // for a claim this broker did not grant in this process).
+  Result<std::vector<std::string>> request_policy(uint64_t claim_id, const std::string& name,
+                                                  const nlohmann::json& config) override;
+  Status release_policy(uint64_t claim_id, const std::string& name) override;
+  Result<PolicyAdvice> advice(uint64_t claim_id) override;
   const Topology& topology() const override { return topology_; }
   CpuSet allowed_cpus() const override { return allowed_; }
   const os::LedgerFile& ledger() const { return ledger_; }
@@ -42,7 +61,26 @@ class LedgerClaimBroker final : public ClaimBroker {
   os::LedgerFile ledger_;
   MemoryProbe memory_;
   int owner_pid() const;
+  // Places and records the claim (acquire() without policies).
+  Result<Grant> record(const ClaimRequest& request);
+  // Registers a recorded claim with the policy service and attaches the
+  // requested policies and the defaults (grant.phase_sink, .policies).
+  Status serve(Grant& grant, const ClaimRequest& request);
+  // The service with `claim_id` registered in it (granted here, not yet
+  // released).
+  Result<std::shared_ptr<EmbeddedPolicies>> serving(uint64_t claim_id);
   int owner_pid_;
+  PolicyService policies_;
+
+  // What each live claim of this process was granted, for registering it
+  // with the policy service when it first asks for a policy.
+  struct Served {
+    EmbeddedPolicies::JobGrant grant;
+    std::shared_ptr<PhaseSink> phases;
+    bool registered = false;  // with the service (add_job)
+  };
+  std::mutex mu_;
+  std::map<uint64_t, Served> served_;
 };
 
 }  // namespace mlos

@@ -57,9 +57,8 @@ Result<PolicyAdvice> advice_from_json(const json& j) {
   return a;
 }
 
-Error policies_need_daemon() {
-  return make_error(MLOS_ERR_UNSUPPORTED,
-                    "policy modules need mlosd in this version (embedded policy hosts are not built yet)");
+Error no_policy_service() {
+  return make_error(MLOS_ERR_UNSUPPORTED, "this engine serves no policy modules (it was made without a policy service)");
 }
 
 }  // namespace mlos

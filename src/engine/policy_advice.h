@@ -1,5 +1,6 @@
-// What a job's policy modules advise it now (mlosd's "advice" reply), and
-// the reason policy calls fail without mlosd. See docs/api.md, "Policy
+// What a job's policy modules advise it now (mlosd's "advice" reply, or the
+// embedded engine's), and the reason policy calls fail on a broker that
+// serves none. See docs/api.md, "Policy
 // modules", and docs/protocol.md for the wire form.
 #pragma once
 
@@ -34,7 +35,7 @@ struct PolicyAdvice {
 // the field a daemon sent in a form this library does not understand.
 Result<PolicyAdvice> advice_from_json(const nlohmann::json& advice);
 
-// UNSUPPORTED: policy modules are served by mlosd only in this version.
-Error policies_need_daemon();
+// UNSUPPORTED: a broker made without a policy service (a test's).
+Error no_policy_service();
 
 }  // namespace mlos

@@ -107,6 +107,9 @@ class PolicyHosts {
   nlohmann::json status() const;
   // The hosts' sockets, for an event loop that wants to wake on replies.
   std::vector<int> fds() const;
+  // No policy is loaded (running, starting or failed): poll() has nothing
+  // to do until the next attach or load.
+  bool idle() const { return loaded_.empty(); }
   const PolicyHostsOptions& options() const { return o_; }
 
  private:

@@ -84,6 +84,17 @@ mlos_policy_job_figures_t empty_figures(uint64_t job) {
   return f;
 }
 
+void set_figure_cpus(mlos_policy_job_figures_t& f, const CpuSet& cpus) {
+  f.num_cpus = cpus.count();
+  std::string list = cpus.to_list();
+  f.cpus_truncated = 0;
+  if (list.size() >= sizeof f.cpus) {
+    list.resize(list.rfind(',', sizeof f.cpus - 1));
+    f.cpus_truncated = 1;
+  }
+  std::memcpy(f.cpus, list.c_str(), list.size() + 1);
+}
+
 json figures_to_json(const mlos_policy_job_figures_t& f) {
   json seconds = json::array(), entries = json::array();
   for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {

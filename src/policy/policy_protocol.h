@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_set.h"
 #include "core/status.h"
 #include "mlos/policy.h"
 
@@ -64,6 +65,9 @@ nlohmann::json figures_to_json(const mlos_policy_job_figures_t& f);
 // Strict: every field present and typed; the cpu list fits the struct.
 Result<mlos_policy_job_figures_t> figures_from_json(const nlohmann::json& j);
 mlos_policy_job_figures_t empty_figures(uint64_t job);
+// Sets num_cpus and the cpu list of `f` from `cpus`; a list longer than the
+// field is cut at a comma and cpus_truncated set.
+void set_figure_cpus(mlos_policy_job_figures_t& f, const CpuSet& cpus);
 
 // What a host says about its policy after init.
 struct PolicyInfo {

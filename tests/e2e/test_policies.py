@@ -30,7 +30,6 @@ POLICY_DIR = build_dir() / "policies"
 # clients only: no policy host, no policies.
 pytestmark = pytest.mark.skipif(not (build_dir() / "bin" / "mlos-policyhost").exists() or not POLICY_DIR.is_dir(),
                                 reason="this build has no policy host or policies (a sanitizer build)")
-EMBEDDED_REASON = "policy modules need mlosd in this version (embedded policy hosts are not built yet)"
 
 
 def no_defaults_config(tmp_path: Path) -> Path:
@@ -122,17 +121,35 @@ def test_a_config_that_is_not_an_object_is_refused_by_the_library(daemon):
     assert "mlosd:" not in out["request_error"], out  # never sent
 
 
-def test_embedded_mode_answers_unsupported_with_the_reason(tmp_path):
+# -- embedded mode (no mlosd): the library's own policy hosts, found next
+# to this build's libmlos (build/bin/mlos-policyhost, build/policies) ------
+
+def embedded_client(tmp_path, name, config, **extra):
+    """policy_client in embedded mode; returns (CompletedProcess, its JSON line)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
     runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime))
-    r = subprocess.run([str(build_dir() / "bin" / "mlos_policy_client"), "example", "{}"], env=env,
+    runtime.mkdir(exist_ok=True)
+    env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime), MLOS_DEFAULT_POLICIES="", **extra)
+    r = subprocess.run([str(build_dir() / "bin" / "mlos_policy_client"), name, config], env=env,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.stdout.strip(), f"rc={r.returncode} stderr={r.stderr}"
+    return r, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_embedded_mode_serves_the_c_clients_policy_itself(tmp_path):
+    r, out = embedded_client(tmp_path, "example", '{"threads": 1}')
+    assert r.returncode == 0, (out, r.stderr)
+    assert out["threads"] == 1 and out["threads_advised"] == 1, out
+    assert out["policies"] == 1 and out["policies_failed"] == 0 and out["release"] == 0, out
+
+
+def test_embedded_mode_refuses_unknown_policies_and_says_when_no_host_is_installed(tmp_path):
+    r, out = embedded_client(tmp_path, "no-such-policy", "{}")
+    assert out["request"] == ERR["MLOS_ERR_NOT_FOUND"] and str(POLICY_DIR) in out["request_error"], out
+    r, out = embedded_client(tmp_path, "example", "{}", MLOS_POLICY_HOST="/nonexistent/mlos-policyhost")
     assert out["request"] == ERR["MLOS_ERR_UNSUPPORTED"], out
-    assert EMBEDDED_REASON in out["request_error"], out
-    assert out["advice"] == ERR["MLOS_ERR_UNSUPPORTED"] and EMBEDDED_REASON in out["advice_error"], out
+    assert "/nonexistent/mlos-policyhost" in out["request_error"], out
+    assert out["advice"] == ERR["MLOS_ERR_UNSUPPORTED"], out  # the job itself was granted
 
 
 # -- mlos run --policy ------------------------------------------------------
@@ -187,13 +204,28 @@ def test_mlos_run_policy_config_must_be_a_json_object(mlos, daemon):
     assert daemon.status()["jobs"] == []
 
 
-def test_mlos_run_policy_without_mlosd_is_unsupported(mlos):
-    r = mlos.run("run", "--cpus", "1", "--policy", "example", "--", "true", env={"MLOS_MODE": "embedded"})
+def test_mlos_run_policy_in_embedded_mode_reaches_the_commands_jobs(mlos):
+    # The command's own job gets example from mlos run (MLOS_JOB_POLICIES)
+    # and asks for phase-weights itself.
+    env = {"MLOS_MODE": "embedded", "MLOS_DEFAULT_POLICIES": ""}
+    r = mlos.run("run", "--cpus", "1", "--verbose", "--policy", 'example={"threads":1}', "--",
+                 str(build_dir() / "bin" / "mlos_policy_client"), "phase-weights", "-", env=env)
+    assert r.returncode == 0, mlos.describe(r)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["request"] == 0 and out["policies"] == 2, out
+    assert out["threads"] == 1 and out["threads_advised"] == 1, out  # example's advice
+    assert "(embedded), 1 thread(s), policies example" in r.stderr, mlos.describe(r)
+
+
+def test_mlos_run_policy_in_embedded_mode_refuses_unknown_names_before_claiming(mlos):
+    r = mlos.run("run", "--cpus", "1", "--json", "--policy", "no-such-policy", "--", "true",
+                 env={"MLOS_MODE": "embedded"})
     assert r.returncode == EXIT_RUN_FAILED, mlos.describe(r)
-    assert EMBEDDED_REASON in r.stderr, mlos.describe(r)
+    err = run_json_error(r)["error"]
+    assert err["code"] == ERR["MLOS_ERR_NOT_FOUND"] and str(POLICY_DIR) in err["message"], err
     assert ledger_claims(mlos) == []  # nothing was claimed
     r = mlos.run("run", "--dry-run", "--cpus", "1", "--policy", "example", env={"MLOS_MODE": "embedded"})
-    assert r.returncode == EXIT_RUN_FAILED and EMBEDDED_REASON in r.stderr, mlos.describe(r)
+    assert r.returncode == 0, mlos.describe(r)
 
 
 # -- mlos policy ------------------------------------------------------------

@@ -1,12 +1,18 @@
 // The policy-module entry points through the shared library: every
 // argument is checked (with its documented code) before anything is sent,
-// and the embedded engine answers UNSUPPORTED with the reason. mlosd's
-// side is tests/e2e/test_policies.py.
+// and the embedded engine serves the policies itself, from the host and
+// policies it finds next to this build's libmlos (build/bin,
+// build/policies). mlosd's side is tests/e2e/test_policies.py.
+#include <dirent.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <mlos/training.h>
@@ -20,6 +26,9 @@ class PolicyApi : public ::testing::Test {
     saved_mode_ = mode ? mode : "";
     had_mode_ = mode != nullptr;
     setenv("MLOS_MODE", "embedded", 1);
+    // Advice here comes from the policy a test asks for only. (The
+    // library reads this once, at its first job in the process.)
+    setenv("MLOS_DEFAULT_POLICIES", "", 1);
     mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
                                             .priority = 0, .exclusive_cpus = false};
     ASSERT_EQ(mlos_training_request_resources(&req, &res_), MLOS_OK) << mlos_last_error_message();
@@ -36,7 +45,36 @@ class PolicyApi : public ::testing::Test {
   bool had_mode_ = false;
 };
 
-constexpr const char* kReason = "policy modules need mlosd in this version (embedded policy hosts are not built yet)";
+// Children of this process whose command is mlos-policyhost.
+std::vector<pid_t> host_children() {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const pid_t pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto open = text.find('('), close = text.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string comm = text.substr(open + 1, close - open - 1);
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(text.c_str() + close + 1, " %c %d", &state, &ppid) != 2) continue;
+    // comm is cut at 15 characters: "mlos-policyhost" fits exactly.
+    if (ppid == getpid() && comm == "mlos-policyhost" && state != 'Z') out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+mlos_training_advice_t advice_of(mlos_training_resources_t* res) {
+  mlos_training_advice_t a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
+  EXPECT_EQ(mlos_training_get_advice(res, &a), MLOS_OK) << mlos_last_error_message();
+  return a;
+}
 
 TEST_F(PolicyApi, BadHandlesAreInvalidHandle) {
   auto* fake = reinterpret_cast<mlos_training_resources_t*>(0x4321);
@@ -66,22 +104,56 @@ TEST_F(PolicyApi, NamesAndConfigsAreCheckedBeforeTheEngineIsAsked) {
   EXPECT_EQ(small.threads, 0);  // untouched
 }
 
-TEST_F(PolicyApi, TheEmbeddedEngineAnswersUnsupportedWithTheReason) {
-  EXPECT_EQ(mlos_training_request_policy(res_, "example", "{\"threads\": 1}"), MLOS_ERR_UNSUPPORTED);
-  EXPECT_EQ(message(), kReason);
-  EXPECT_EQ(mlos_training_request_policy(res_, "example", nullptr), MLOS_ERR_UNSUPPORTED);
-  EXPECT_EQ(mlos_training_release_policy(res_, "example"), MLOS_ERR_UNSUPPORTED);
-  EXPECT_EQ(message(), kReason);
-  mlos_training_advice_t advice;
-  memset(&advice, 0x5a, sizeof advice);
-  advice.struct_size = sizeof advice;
-  EXPECT_EQ(mlos_training_get_advice(res_, &advice), MLOS_ERR_UNSUPPORTED);
-  EXPECT_EQ(message(), kReason);
-  EXPECT_EQ(advice.policies, 0x5a5a5a5a);  // nothing filled on failure
-  // The job itself is unaffected: it still reports its placement.
-  mlos_training_placement_t pl = {.struct_size = sizeof pl};
-  EXPECT_EQ(mlos_training_get_placement(res_, &pl), MLOS_OK);
-  EXPECT_EQ(pl.num_cpus, 1);
+TEST_F(PolicyApi, TheEmbeddedEngineServesAPolicyFromAHostItStarts) {
+  mlos_training_advice_t before = advice_of(res_);
+  EXPECT_EQ(before.policies, 0);
+  EXPECT_EQ(before.threads_advised, 0);
+  EXPECT_GE(before.threads, 1);
+  // Asked from a thread that ends at once: the host must outlive it (it is
+  // started by the library's own policy thread, and dies with that one).
+  int rc = -1;
+  std::thread([&] { rc = mlos_training_request_policy(res_, "example", "{\"threads\": 1}"); }).join();
+  ASSERT_EQ(rc, MLOS_OK) << message();
+  usleep(100 * 1000);
+  EXPECT_EQ(host_children().size(), 1u);
+  mlos_training_advice_t a = advice_of(res_);
+  EXPECT_EQ(a.policies, 1);
+  EXPECT_EQ(a.policies_failed, 0);
+  EXPECT_EQ(a.threads_advised, 1);
+  EXPECT_EQ(a.threads, 1);
+  // Asking again with the same config is a no-op; another config is refused.
+  EXPECT_EQ(mlos_training_request_policy(res_, "example", "{\"threads\": 1}"), MLOS_OK) << message();
+  EXPECT_EQ(mlos_training_request_policy(res_, "example", "{\"threads\": 2}"), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("another config"), std::string::npos) << message();
+
+  EXPECT_EQ(mlos_training_release_policy(res_, "example"), MLOS_OK) << message();
+  mlos_training_advice_t after = advice_of(res_);
+  EXPECT_EQ(after.policies, 0);
+  EXPECT_EQ(after.threads_advised, 0);
+  EXPECT_EQ(after.threads, before.threads);
+  EXPECT_EQ(mlos_training_release_policy(res_, "example"), MLOS_ERR_NOT_FOUND);
+  EXPECT_NE(message().find("does not use policy 'example'"), std::string::npos) << message();
+}
+
+TEST_F(PolicyApi, TheEmbeddedEngineRefusesUnknownPoliciesAndBadConfigsByName) {
+  EXPECT_EQ(mlos_training_request_policy(res_, "no-such-policy", nullptr), MLOS_ERR_NOT_FOUND);
+  EXPECT_NE(message().find("no-such-policy"), std::string::npos) << message();
+  EXPECT_NE(message().find("/policies"), std::string::npos) << message();  // the directory looked in
+  EXPECT_EQ(mlos_training_request_policy(res_, "example", "{\"thread\": 1}"), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("unknown key"), std::string::npos) << message();
+  EXPECT_EQ(advice_of(res_).policies, 0);  // nothing attached by a refusal
+}
+
+TEST_F(PolicyApi, TwoJobsShareOneHostAndOneJobsReleaseLeavesTheOthersPolicy) {
+  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
+                                          .priority = 0, .exclusive_cpus = false};
+  mlos_training_resources_t* other = nullptr;
+  ASSERT_EQ(mlos_training_request_resources(&req, &other), MLOS_OK) << message();
+  ASSERT_EQ(mlos_training_request_policy(other, "example", "{\"threads\": 1}"), MLOS_OK) << message();
+  ASSERT_EQ(mlos_training_request_policy(res_, "example", nullptr), MLOS_OK) << message();
+  EXPECT_EQ(host_children().size(), 1u);  // one host serves both jobs
+  EXPECT_EQ(mlos_training_release_resources(other), MLOS_OK);
+  EXPECT_EQ(advice_of(res_).policies, 1);  // the other job's release leaves this one's policy
 }
 
 }  // namespace

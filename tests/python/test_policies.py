@@ -1,11 +1,14 @@
-"""Policy modules from Python: argument errors, embedded mode's
-UNSUPPORTED (the interim state: no policy host without mlosd), and, against
-a real mlosd from the build (MLOS_BUILD_DIR) with its policies,
-ctx.request_policy, ctx.advice and MLOSTrainingContext(policies=...)."""
+"""Policy modules from Python: argument errors; embedded mode, served by
+the policy host and policies installed with the package
+(mlos_training/mlos/); and, against a real mlosd from the build
+(MLOS_BUILD_DIR) with its policies, ctx.request_policy, ctx.advice and
+MLOSTrainingContext(policies=...)."""
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ import mlos_training as m
 from conftest import mlos_cli
 from mlos_training.errors import CODES
 
-REASON = "policy modules need mlosd in this version (embedded policy hosts are not built yet)"
+PACKAGE_POLICIES = Path(m.__file__).parent / "mlos" / "policies"
 
 
 def build_dir():
@@ -48,25 +51,76 @@ def test_argument_errors_are_raised_before_anything_is_asked():
             m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies=["example"])
 
 
-def test_embedded_mode_is_unsupported_with_the_reason():
+def wait_for_advice(ctx, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    advice = ctx.advice
+    while not advice["threads_advised"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        advice = ctx.advice
+    return advice
+
+
+def test_embedded_mode_serves_policies_from_the_packages_host():
     with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
-        for call in (lambda: ctx.request_policy("example", threads=1), lambda: ctx.release_policy("example"),
-                     lambda: ctx.advice):
-            with pytest.raises(m.MLOSError) as e:
-                call()
-            assert e.value.code == CODES["UNSUPPORTED"] and REASON in str(e.value)
+        before = ctx.advice  # the default policies (thread-governor) count too
+        ctx.request_policy("example", threads=1)
+        advice = wait_for_advice(ctx)
+        assert advice["threads"] == 1 and advice["threads_advised"] is True, advice
+        assert advice["policies"] == before["policies"] + 1 and advice["policies_failed"] == 0, advice
+        ctx.release_policy("example")
+        assert ctx.advice["policies"] == before["policies"]
+        with pytest.raises(m.MLOSError) as e:
+            ctx.release_policy("example")
+        assert e.value.code == CODES["NOT_FOUND"]
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("no-such-policy")
+        assert e.value.code == CODES["NOT_FOUND"] and str(PACKAGE_POLICIES) in str(e.value), str(e.value)
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("example", bogus=1)
+        assert e.value.code == CODES["INVALID_ARGUMENT"] and "bogus" in str(e.value)
         assert ctx.cpus  # the allocation itself is unaffected
 
 
-def test_a_context_with_policies_fails_in_embedded_mode_and_releases_its_claim(tmp_path):
-    ctx = m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=True, policies={"example": {"threads": 1}})
+def test_a_context_whose_policy_cannot_be_attached_fails_and_releases_its_claim():
+    ctx = m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=True, policies={"no-such-policy": {}})
     with pytest.raises(m.MLOSError) as e:
         ctx.start()
-    assert e.value.code == CODES["UNSUPPORTED"]
+    assert e.value.code == CODES["NOT_FOUND"]
     assert ctx.resources is None
     # The exclusive CPU it took is free again: the same request succeeds.
     with m.MLOSTrainingContext(num_cpus=len(os.sched_getaffinity(0)), exclusive_cpus=True):
         pass
+
+
+def embedded_child(code, **env):
+    """Runs `code` in a fresh interpreter in embedded mode (the library
+    reads its policy settings once per process); returns its JSON line."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+    child_env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=tempfile.mkdtemp(prefix="mlos-py-pol-rt-"), **env)
+    r = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+ADVICE_OR_ERROR = """
+import json, mlos_training as m
+with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
+    try:
+        print(json.dumps({"advice": ctx.advice}))
+    except m.MLOSError as e:
+        print(json.dumps({"code": e.code, "error": str(e)}))
+"""
+
+
+def test_without_an_installed_host_policies_are_unsupported_saying_where_it_looked():
+    out = embedded_child(ADVICE_OR_ERROR, MLOS_POLICY_HOST="/nonexistent/mlos-policyhost")
+    assert out["code"] == CODES["UNSUPPORTED"], out
+    assert "/nonexistent/mlos-policyhost" in out["error"] and "MLOS_POLICY_HOST" in out["error"], out
+
+
+def test_every_job_gets_the_default_thread_governor_unless_told_otherwise():
+    assert embedded_child(ADVICE_OR_ERROR)["advice"]["policies"] == 1
+    assert embedded_child(ADVICE_OR_ERROR, MLOS_DEFAULT_POLICIES="")["advice"]["policies"] == 0
 
 
 # -- under mlosd ---------------------------------------------------------------
@@ -116,15 +170,6 @@ def mlosd(module_mlosd, monkeypatch):
     monkeypatch.setenv("MLOS_MODE", "daemon")
     monkeypatch.setenv("MLOS_DAEMON_SOCKET", str(module_mlosd.socket))
     return module_mlosd
-
-
-def wait_for_advice(ctx, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    advice = ctx.advice
-    while not advice["threads_advised"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-        advice = ctx.advice
-    return advice
 
 
 def test_request_policy_and_advice_under_mlosd(mlosd):

@@ -1,5 +1,7 @@
-// Policy-module calls of a Job: forwarded for its claim to the broker; the
-// embedded engine refuses them (UNSUPPORTED, with the reason); a released
+// Policy-module calls of a Job: forwarded for its claim to the broker; a
+// broker without a policy service refuses them (UNSUPPORTED, with the
+// reason; the embedded engine's service is tests/policy/
+// embedded_policies_test.cpp); a released
 // job, or a release that overtakes the call, is INVALID_HANDLE. And the
 // parsing of mlosd's "advice" object.
 #include <gtest/gtest.h>
@@ -72,13 +74,13 @@ class JobPoliciesTest : public ::testing::Test {
   mlos::Topology topo = mlos::make_uniform_topology(1, 4, 1);
 };
 
-TEST_F(JobPoliciesTest, TheEmbeddedEngineRefusesEveryPolicyCallSayingWhy) {
-  auto job = make_job(std::make_shared<FakeBroker>(topo));  // ClaimBroker's defaults: the embedded engine's
+TEST_F(JobPoliciesTest, ABrokerWithoutAPolicyServiceRefusesEveryPolicyCallSayingWhy) {
+  auto job = make_job(std::make_shared<FakeBroker>(topo));  // ClaimBroker's defaults
   auto requested = job->request_policy("example", json::object());
   ASSERT_FALSE(requested.ok());
   EXPECT_EQ(requested.error().code, MLOS_ERR_UNSUPPORTED);
   EXPECT_EQ(requested.error().message,
-            "policy modules need mlosd in this version (embedded policy hosts are not built yet)");
+            "this engine serves no policy modules (it was made without a policy service)");
   mlos::Status released = job->release_policy("example");
   EXPECT_EQ(released.error().code, MLOS_ERR_UNSUPPORTED);
   auto advice = job->advice();
@@ -121,25 +123,83 @@ TEST_F(JobPoliciesTest, AReleaseThatOvertakesTheCallMakesItInvalidHandle) {
   broker->during = nullptr;  // it holds the job, which holds the broker
 }
 
-TEST(LedgerClaimBrokerPolicies, ARequestWithPoliciesIsRefusedAndNothingIsClaimed) {
-  char tmpl[] = "/tmp/mlos-policy-ledger-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  mlos::Topology t = mlos::make_uniform_topology(1, 4, 1);
-  mlos::LedgerClaimBroker broker(t, t.all_cpus(), mlos::os::LedgerFile(dir), [] { return mlos::MemoryAvailability{}; },
-                                 static_cast<int>(getpid()));
+// A ledger broker in a fresh directory on a 4-CPU machine, with `service`
+// as its policy service.
+struct LedgerBrokerFixture {
+  explicit LedgerBrokerFixture(mlos::LedgerClaimBroker::PolicyService service = nullptr) {
+    char tmpl[] = "/tmp/mlos-policy-ledger-XXXXXX";
+    EXPECT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    mlos::Topology t = mlos::make_uniform_topology(1, 4, 1);
+    broker = std::make_unique<mlos::LedgerClaimBroker>(
+        t, t.all_cpus(), mlos::os::LedgerFile(dir), [] { return mlos::MemoryAvailability{}; },
+        static_cast<int>(getpid()), std::move(service));
+  }
+  ~LedgerBrokerFixture() { std::filesystem::remove_all(dir); }
+  size_t claims() const {
+    auto ledger = broker->ledger().read();
+    EXPECT_TRUE(ledger.ok());
+    return ledger ? ledger->claims.size() : 0;
+  }
+  std::string dir;
+  std::unique_ptr<mlos::LedgerClaimBroker> broker;
+};
+
+mlos::ClaimRequest one_cpu(json policies = json::object(), bool envelope = false) {
   mlos::ClaimRequest r;
   r.placement.num_cpus = 1;
-  r.policies = json{{"example", json::object()}};
-  auto grant = broker.acquire(r);
+  r.policies = std::move(policies);
+  r.envelope = envelope;
+  return r;
+}
+
+TEST(LedgerClaimBrokerPolicies, WithoutAPolicyServiceARequestWithPoliciesIsRefusedAndNothingIsClaimed) {
+  LedgerBrokerFixture f;
+  auto r = one_cpu(json{{"example", json::object()}});
+  auto grant = f.broker->acquire(r);
   ASSERT_FALSE(grant.ok());
   EXPECT_EQ(grant.error().code, MLOS_ERR_UNSUPPORTED);
-  EXPECT_NE(grant.error().message.find("need mlosd"), std::string::npos);
-  EXPECT_EQ(broker.plan(r).error().code, MLOS_ERR_UNSUPPORTED);
-  auto ledger = broker.ledger().read();
-  ASSERT_TRUE(ledger.ok());
-  EXPECT_TRUE(ledger->claims.empty());
-  std::filesystem::remove_all(dir);
+  EXPECT_NE(grant.error().message.find("serves no policy modules"), std::string::npos);
+  EXPECT_EQ(f.broker->plan(r).error().code, MLOS_ERR_UNSUPPORTED);
+  EXPECT_EQ(f.claims(), 0u);
+  // A plain request is unaffected, and follows no phases.
+  auto plain = f.broker->acquire(one_cpu());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->phase_sink, nullptr);
+  EXPECT_EQ(f.broker->advice(plain->claim_id).error().code, MLOS_ERR_UNSUPPORTED);
+}
+
+TEST(LedgerClaimBrokerPolicies, AnEnvelopeClaimKeepsNoPoliciesAndNeverAsksTheService) {
+  int asked = 0;
+  LedgerBrokerFixture f([&]() -> mlos::Result<std::shared_ptr<mlos::EmbeddedPolicies>> {
+    ++asked;
+    return mlos::make_error(MLOS_ERR_UNSUPPORTED, "no host here");
+  });
+  auto refused = f.broker->acquire(one_cpu(json{{"example", json::object()}}, /*envelope=*/true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, MLOS_ERR_UNSUPPORTED);
+  EXPECT_NE(refused.error().message.find("MLOS_JOB_POLICIES"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(f.claims(), 0u);
+  auto envelope = f.broker->acquire(one_cpu(json::object(), /*envelope=*/true));
+  ASSERT_TRUE(envelope.ok());
+  EXPECT_TRUE(envelope->policies.empty());
+  EXPECT_EQ(envelope->phase_sink, nullptr);
+  EXPECT_EQ(asked, 0);
+}
+
+TEST(LedgerClaimBrokerPolicies, WhenTheServiceIsMissingAJobRunsWithoutPoliciesUnlessItAskedForSome) {
+  LedgerBrokerFixture f([]() -> mlos::Result<std::shared_ptr<mlos::EmbeddedPolicies>> {
+    return mlos::make_error(MLOS_ERR_UNSUPPORTED, "no policy host (mlos-policyhost) is installed");
+  });
+  auto plain = f.broker->acquire(one_cpu());
+  ASSERT_TRUE(plain.ok()) << plain.error().describe();
+  EXPECT_TRUE(plain->policies.empty());
+  EXPECT_EQ(f.broker->advice(plain->claim_id).error().message, "no policy host (mlos-policyhost) is installed");
+  auto asked = f.broker->acquire(one_cpu(json{{"example", json::object()}}));
+  ASSERT_FALSE(asked.ok());
+  EXPECT_EQ(asked.error().message, "no policy host (mlos-policyhost) is installed");
+  EXPECT_EQ(f.claims(), 1u);  // the plain one only: the refused claim was dropped
+  EXPECT_EQ(f.broker->advice(987654).error().code, MLOS_ERR_INVALID_HANDLE);
 }
 
 TEST(PolicyAdviceJson, ReadsMlosdsAdvice) {

@@ -23,8 +23,10 @@
 #include "commands.h"
 #include "core/utf8.h"
 #include "api/engine_select.h"
+#include "engine/embedded_policy_config.h"
 #include "engine/ledger_claim_broker.h"
 #include "os/kernel.h"
+#include "policy/policy_catalog.h"
 
 namespace mlos::cli {
 
@@ -138,6 +140,26 @@ Result<std::shared_ptr<ClaimBroker>> broker_for_run() {
   return std::shared_ptr<ClaimBroker>(*ledger);
 }
 
+// In embedded mode mlos run holds its envelope claim only until it execs
+// CMD, so the policies go to CMD's jobs instead: checked here (a policy
+// host is installed, every name is in the policy directory) and handed on
+// in MLOS_JOB_POLICIES, over what that already held. Returns the names.
+Result<std::vector<std::string>> hand_policies_to_command(const nlohmann::json& policies) {
+  auto config = embedded_policy_config();
+  if (!config) return config.error();
+  auto catalog = policy::scan_policy_dir(config->policy_dir, geteuid());
+  if (!catalog) return catalog.error();
+  nlohmann::json every = config->every_job;
+  std::vector<std::string> names;
+  for (const auto& [name, c] : policies.items()) {
+    if (catalog->find(name) == nullptr) return policy::unknown_policy(*catalog, name);
+    every[name] = c;
+    names.push_back(name);
+  }
+  setenv("MLOS_JOB_POLICIES", every.dump().c_str(), 1);
+  return names;
+}
+
 // ", policies a, b" for the verbose line ("" when there are none).
 std::string policies_text(const std::vector<std::string>& names) {
   std::string out;
@@ -167,6 +189,16 @@ int run_run(const RunOptions& o) {
   if (!broker) {
     report(o, broker.error());
     return kExitRunFailed;
+  }
+  std::vector<std::string> handed;  // policies CMD's jobs get (embedded mode)
+  if (!request->policies.empty() && std::string((*broker)->engine()) == "embedded") {
+    auto names = hand_policies_to_command(request->policies);
+    if (!names) {
+      report(o, names.error());
+      return kExitRunFailed;
+    }
+    handed = *names;
+    request->policies = nlohmann::json::object();
   }
   if (o.dry_run) {
     auto plan = (*broker)->plan(*request);
@@ -232,11 +264,12 @@ int run_run(const RunOptions& o) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
     j["engine"] = (*broker)->engine();
-    j["policies"] = grant->policies;
+    const std::vector<std::string>& policies = handed.empty() ? grant->policies : handed;
+    j["policies"] = policies;
     j["command"] = o.command;
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
                                           std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)" +
-                                          policies_text(grant->policies))
+                                          policies_text(policies))
               << "\n";
   }
 

@@ -1,8 +1,8 @@
 // What policy modules have set on one job, each value with the policy that
 // set it, so that a policy that detaches or fails takes back exactly its
-// own effects and the job falls back to mlosd's built-in defaults (the
+// own effects and the job falls back to the built-in defaults (mlosd: the
 // phase table's weight, the grant's thread count, the request's memory
-// settings).
+// settings; the embedded engine: the grant's thread count).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mlos::daemon {
+namespace mlos::policy {
 
 template <class T>
 struct PolicySetting {
@@ -45,4 +45,4 @@ struct PolicyEffects {
   }
 };
 
-}  // namespace mlos::daemon
+}  // namespace mlos::policy

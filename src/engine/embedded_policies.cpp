@@ -1,0 +1,367 @@
+#include "engine/embedded_policies.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <system_error>
+#include <thread>
+
+#include "core/phase_page.h"
+#include "engine/embedded_policy_config.h"
+#include "engine/job.h"
+#include "os/cpu_times.h"
+#include "os/log_sink.h"
+#include "os/unique_fd.h"
+#include "policy/file_advice.h"
+#include "policy/policy_effects.h"
+
+namespace mlos {
+
+using nlohmann::json;
+
+namespace {
+
+// A job's phases, written by the job (PhaseSink::publish, under its mutex)
+// and read by the policy thread: a phase page in this process's memory.
+class PhaseFollower final : public PhaseSink {
+ public:
+  explicit PhaseFollower(uint64_t now_ns)
+      : page_(static_cast<PhasePageLayout*>(std::calloc(1, sizeof(PhasePageLayout)))) {
+    if (page_ == nullptr) throw std::bad_alloc();
+    writer_.emplace(page_, now_ns);
+  }
+  ~PhaseFollower() override { std::free(page_); }
+  void publish(mlos_training_phase_t phase, uint64_t now_ns) override { writer_->publish(phase, now_ns); }
+  std::optional<PhaseSnapshot> read() const { return PhasePageReader(page_).read(); }
+
+ private:
+  PhasePageLayout* page_;
+  std::optional<PhasePageWriter> writer_;
+};
+
+std::optional<double> own_cpu_seconds() {
+  auto s = os::process_cpu_seconds(getpid());
+  return s ? std::optional<double>(*s) : std::nullopt;
+}
+
+std::optional<double> busy_seconds(const CpuSet& cpus) {
+  auto s = os::cpu_busy_seconds(cpus);
+  return s ? std::optional<double>(*s) : std::nullopt;
+}
+
+std::optional<uint64_t> own_resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  unsigned long long size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return std::nullopt;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+Error unknown_job(uint64_t job) {
+  return make_error(MLOS_ERR_INVALID_HANDLE, "claim " + std::to_string(job) + " has no policies in this process");
+}
+
+}  // namespace
+
+struct EmbeddedPolicies::State {
+  struct Served {
+    JobGrant grant;
+    std::shared_ptr<PhaseFollower> phases;
+    mlos_training_phase_t told = MLOS_TRAINING_PHASE_IDLE;  // the phase the policies last heard of
+    policy::PolicyEffects effects;
+  };
+
+  // Guarded by mu: the work queue and the stop flag.
+  std::mutex mu;
+  std::deque<std::function<void()>> tasks;
+  bool stopping = false;
+  os::UniqueFd wake;
+  std::thread::id thread_id;
+  std::thread thread;
+
+  // The policy thread's own (no lock).
+  std::map<uint64_t, Served> jobs;
+  std::set<std::string> defaults_logged;
+  std::unique_ptr<policy::PolicyHosts> hosts;
+
+  void poke() const {
+    const uint64_t one = 1;
+    (void)!write(wake.get(), &one, sizeof one);
+  }
+};
+
+EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_(std::make_unique<State>()) {
+  if (!o_.process_cpu_seconds) o_.process_cpu_seconds = own_cpu_seconds;
+  if (!o_.cpu_busy_seconds) o_.cpu_busy_seconds = busy_seconds;
+  if (!o_.resident_bytes) o_.resident_bytes = own_resident_bytes;
+  s_->wake = os::UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s_->wake.valid()) throw std::system_error(errno, std::generic_category(), "eventfd");
+
+  policy::PolicyHosts::Callbacks cb;
+  State* s = s_.get();
+  cb.now_ns = [] { return Job::steady_clock_ns(); };
+  cb.figures = [this, s](uint64_t id) -> std::optional<mlos_policy_job_figures_t> {
+    auto it = s->jobs.find(id);
+    if (it == s->jobs.end()) return std::nullopt;
+    const State::Served& j = it->second;
+    const uint64_t now = Job::steady_clock_ns();
+    mlos_policy_job_figures_t f = policy::empty_figures(id);
+    f.now_seconds = static_cast<double>(now) / 1e9;
+    if (auto snap = j.phases->read()) {
+      f.phase = snap->phase;
+      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+        uint64_t ns = snap->phase_ns[p];
+        if (p == snap->phase && now > snap->entered_ns) ns += now - snap->entered_ns;
+        f.phase_seconds[p] = static_cast<double>(ns) / 1e9;
+        f.phase_entries[p] = snap->entries[p];
+      }
+    }
+    f.priority = j.grant.priority;
+    policy::set_figure_cpus(f, j.grant.cpus);
+    f.primary_node = j.grant.primary_node;
+    f.recommended_threads = j.grant.recommended_threads;
+    // The job is this process (every job of the process, if it has several).
+    if (auto own = o_.process_cpu_seconds()) f.cpu_seconds = f.owner_cpu_seconds = *own;
+    if (auto busy = o_.cpu_busy_seconds(j.grant.cpus)) f.cpus_busy_seconds = *busy;
+    if (auto rss = o_.resident_bytes()) {
+      f.memory_bytes = *rss;
+      f.memory_known = 1;
+    }
+    f.memory_limit_bytes = j.grant.memory_bytes;
+    return f;
+  };
+  cb.apply = [s](const std::string& by, const policy::Action& a) -> Status {
+    auto it = s->jobs.find(a.job);
+    if (it == s->jobs.end()) return make_error(MLOS_ERR_NOT_FOUND, "job " + std::to_string(a.job) + " is gone");
+    State::Served& j = it->second;
+    switch (a.kind) {
+      case policy::ActionKind::kThreads:
+        if (a.value < 1 || a.value > static_cast<uint64_t>(j.grant.cpus.count())) {
+          return make_error(MLOS_ERR_PERMISSION, "thread count " + std::to_string(a.value) + " outside 1.." +
+                                                     std::to_string(j.grant.cpus.count()) + " (the job's CPUs)");
+        }
+        j.effects.threads.set(static_cast<int>(a.value), by);
+        return Status::Ok();
+      case policy::ActionKind::kFileAdvice:
+        return policy::advise_file(a.path, geteuid(), a.value);
+      case policy::ActionKind::kCpuWeight:
+      case policy::ActionKind::kIoWeight:
+      case policy::ActionKind::kMemoryHigh:
+      case policy::ActionKind::kMemoryLow:
+        return make_error(MLOS_ERR_UNSUPPORTED, std::string(policy::action_kind_name(a.kind)) +
+                                                    ": an embedded job has no cgroup of its own (mlosd gives it one)");
+    }
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
+  };
+  cb.reset = [s](const std::string& by, uint64_t id) {
+    if (auto it = s->jobs.find(id); it != s->jobs.end()) it->second.effects.take_back(by);
+  };
+  s_->hosts = std::make_unique<policy::PolicyHosts>(o_.hosts, std::move(cb));
+  s_->thread = std::thread([this] { loop(); });
+  s_->thread_id = s_->thread.get_id();
+}
+
+EmbeddedPolicies::~EmbeddedPolicies() {
+  {
+    std::lock_guard lock(s_->mu);
+    s_->stopping = true;
+  }
+  s_->poke();
+  if (s_->thread.joinable()) s_->thread.join();
+}
+
+void EmbeddedPolicies::run(std::function<void()> work) {
+  if (std::this_thread::get_id() == s_->thread_id) {
+    work();  // already on the policy thread (a callback)
+    return;
+  }
+  std::promise<void> done;
+  auto finished = done.get_future();
+  {
+    std::lock_guard lock(s_->mu);
+    s_->tasks.push_back([&] {
+      try {
+        work();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+  }
+  s_->poke();
+  finished.get();
+}
+
+void EmbeddedPolicies::loop() {
+  pthread_setname_np(pthread_self(), "mlos-policies");
+  State& s = *s_;
+  for (;;) {
+    std::deque<std::function<void()>> tasks;
+    bool stopping;
+    {
+      std::lock_guard lock(s.mu);
+      tasks.swap(s.tasks);
+      stopping = s.stopping;
+    }
+    for (auto& t : tasks) t();  // each catches its own exceptions (run())
+    if (stopping) break;
+    // The thread must outlive anything a host sends: callers wait on it.
+    try {
+      s.hosts->poll();
+      for (auto& [id, j] : s.jobs) {
+        auto snap = j.phases->read();
+        if (!snap || snap->phase == j.told) continue;
+        const mlos_training_phase_t old = j.told;
+        j.told = snap->phase;
+        s.hosts->phase_changed(id, old, snap->phase);
+      }
+    } catch (const std::exception& e) {
+      log_message(MLOS_LOG_ERROR, std::string("policy thread: ") + e.what());
+    }
+    std::vector<pollfd> fds{{s.wake.get(), POLLIN, 0}};
+    for (int fd : s.hosts->fds()) fds.push_back({fd, POLLIN, 0});
+    // No policy loaded: nobody to tell of a phase, no tick, no restart due;
+    // sleep until a caller brings work.
+    const int timeout = s.hosts->idle() ? -1 : kFollowMs;
+    (void)poll(fds.data(), fds.size(), timeout);
+    uint64_t count = 0;
+    (void)!read(s.wake.get(), &count, sizeof count);
+  }
+  s.hosts.reset();  // stops the hosts from the thread that started them
+}
+
+std::shared_ptr<PhaseSink> EmbeddedPolicies::make_phase_sink(uint64_t now_ns) {
+  return std::make_shared<PhaseFollower>(now_ns);
+}
+
+Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases) {
+  if (job == 0) {
+    return make_error(MLOS_ERR_UNSUPPORTED, "the claim was not recorded in the ledger, so no policy can serve it");
+  }
+  auto follower = std::dynamic_pointer_cast<PhaseFollower>(phases);
+  if (!follower) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the phase sink was not made by make_phase_sink()");
+  run([&] {
+    if (s_->jobs.count(job)) return;
+    State::Served j;
+    j.grant = grant;
+    j.phases = std::move(follower);
+    s_->jobs.emplace(job, std::move(j));
+  });
+  return Status::Ok();
+}
+
+void EmbeddedPolicies::attach_defaults(uint64_t job) {
+  run([&] {
+    State& s = *s_;
+    if (!s.jobs.count(job)) return;
+    const auto used = s.hosts->policies_of(job);
+    for (const std::string& name : o_.defaults) {
+      if (std::find(used.begin(), used.end(), name) != used.end()) continue;
+      Status st = s.hosts->attach(name, job, json::object());
+      if (!st && s.defaults_logged.insert(name).second) {
+        log_message(MLOS_LOG_WARN, "default policy " + name + " not attached: " + st.error().describe() +
+                                       " (MLOS_DEFAULT_POLICIES sets the defaults)");
+      }
+    }
+  });
+}
+
+void EmbeddedPolicies::remove_job(uint64_t job) {
+  run([&] {
+    if (!s_->jobs.count(job)) return;
+    s_->hosts->detach_job(job);
+    s_->jobs.erase(job);
+  });
+}
+
+Result<std::vector<std::string>> EmbeddedPolicies::request(uint64_t job, const std::string& name, const json& config) {
+  Result<std::vector<std::string>> out = unknown_job(job);
+  run([&] {
+    if (!s_->jobs.count(job)) return;
+    if (Status st = s_->hosts->attach(name, job, config); !st) {
+      out = st.error();
+      return;
+    }
+    out = s_->hosts->policies_of(job);
+  });
+  return out;
+}
+
+Status EmbeddedPolicies::release(uint64_t job, const std::string& name) {
+  Status out = unknown_job(job);
+  run([&] {
+    if (s_->jobs.count(job)) out = s_->hosts->detach(name, job);
+  });
+  return out;
+}
+
+Result<PolicyAdvice> EmbeddedPolicies::advice(uint64_t job) {
+  Result<PolicyAdvice> out = unknown_job(job);
+  run([&] {
+    auto it = s_->jobs.find(job);
+    if (it == s_->jobs.end()) return;
+    const State::Served& j = it->second;
+    PolicyAdvice a;
+    const auto& t = j.effects.threads;
+    a.threads = t.value ? *t.value : std::max(1, j.grant.recommended_threads);
+    a.threads_advised = t.value.has_value();
+    a.threads_by = t.value ? t.by : "";
+    a.policies = s_->hosts->policies_of(job);
+    for (auto& [name, why] : s_->hosts->failed_policies_of(job)) a.failed.push_back(FailedPolicy{name, why});
+    out = std::move(a);
+  });
+  return out;
+}
+
+json EmbeddedPolicies::status() {
+  json out;
+  run([&] {
+    json available = json::array(), skipped = json::array();
+    out = json{{"dir", o_.hosts.policy_dir}, {"host", o_.hosts.host_binary}, {"defaults", o_.defaults}};
+    if (auto cat = s_->hosts->catalog()) {
+      for (const auto& p : cat->policies) available.push_back(json{{"name", p.name}, {"path", p.path}});
+      for (const auto& sk : cat->skipped) skipped.push_back(json{{"path", sk.path}, {"why", sk.why}});
+    } else {
+      out["error"] = cat.error().describe();
+    }
+    out["available"] = std::move(available);
+    out["skipped"] = std::move(skipped);
+    out["loaded"] = s_->hosts->status();
+  });
+  return out;
+}
+
+Result<std::shared_ptr<EmbeddedPolicies>> EmbeddedPolicies::for_this_process() {
+  static std::mutex mu;
+  // Never destroyed: at exit the hosts die with the policy thread
+  // (PR_SET_PDEATHSIG), and a forked child must not join its parent's
+  // thread or kill its parent's hosts, so it leaves the inherited one alone.
+  static std::shared_ptr<EmbeddedPolicies>* service = nullptr;
+  static pid_t owner = 0;
+  std::lock_guard lock(mu);
+  if (service != nullptr && owner == getpid()) return *service;
+  auto config = embedded_policy_config();
+  if (!config) return config.error();
+  Options o;
+  o.hosts.host_binary = config->host_binary;
+  o.hosts.policy_dir = config->policy_dir;
+  o.hosts.also_trusted = geteuid();
+  o.defaults = config->defaults;
+  o.every_job = config->every_job;
+  service = new std::shared_ptr<EmbeddedPolicies>(std::make_shared<EmbeddedPolicies>(std::move(o)));
+  owner = getpid();
+  return *service;
+}
+
+}  // namespace mlos
