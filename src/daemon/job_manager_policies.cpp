@@ -68,12 +68,7 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
       refresh_after_policy(j);
       return Status::Ok();
     case policy::ActionKind::kThreads:
-      if (a.value < 1 || a.value > static_cast<uint64_t>(j.record.cpus.count())) {
-        return make_error(MLOS_ERR_PERMISSION, "thread count " + std::to_string(a.value) + " outside 1.." +
-                                                   std::to_string(j.record.cpus.count()) + " (the job's CPUs)");
-      }
-      j.effects.threads.set(static_cast<int>(a.value), policy);
-      return Status::Ok();
+      return j.effects.advise_threads(a.value, j.record.cpus.count(), policy);
     case policy::ActionKind::kMemoryHigh:
     case policy::ActionKind::kMemoryLow: {
       if (limit == 0) return make_error(MLOS_ERR_PERMISSION, "the job has no memory limit for a policy to stay within");

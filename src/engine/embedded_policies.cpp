@@ -147,12 +147,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     State::Served& j = it->second;
     switch (a.kind) {
       case policy::ActionKind::kThreads:
-        if (a.value < 1 || a.value > static_cast<uint64_t>(j.grant.cpus.count())) {
-          return make_error(MLOS_ERR_PERMISSION, "thread count " + std::to_string(a.value) + " outside 1.." +
-                                                     std::to_string(j.grant.cpus.count()) + " (the job's CPUs)");
-        }
-        j.effects.threads.set(static_cast<int>(a.value), by);
-        return Status::Ok();
+        return j.effects.advise_threads(a.value, j.grant.cpus.count(), by);
       case policy::ActionKind::kFileAdvice:
         return policy::advise_file(a.path, geteuid(), a.value);
       case policy::ActionKind::kCpuWeight:

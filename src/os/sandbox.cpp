@@ -100,6 +100,15 @@ Result<std::vector<LimitChange>> plan_limits(const SandboxLimits& limits) {
     s = plan_limit(plan, RLIMIT_CPU, "RLIMIT_CPU", limits.cpu_seconds, limits.cpu_seconds + 1);
     if (!s) return s.error();
   }
+  if (limits.min_nice < 0 || limits.min_nice > 19) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "min_nice " + std::to_string(limits.min_nice) + " is not in 0..19");
+  }
+  if (limits.min_nice > 0) {
+    // RLIMIT_NICE 0: nice may only go up (20 - 0 is the highest priority
+    // an unprivileged task may take back, i.e. none above nice 20).
+    s = plan_limit(plan, RLIMIT_NICE, "RLIMIT_NICE", 0, 0);
+    if (!s) return s.error();
+  }
   if (limits.max_open_files > 0) {
     auto n = static_cast<rlim_t>(limits.max_open_files);
     s = plan_limit(plan, RLIMIT_NOFILE, "RLIMIT_NOFILE", n, n);
@@ -189,7 +198,8 @@ nlohmann::json SandboxReport::to_json() const {
                         {"limits",
                          {{"address_space_bytes", limits.address_space_bytes},
                           {"cpu_seconds", limits.cpu_seconds},
-                          {"max_open_files", limits.max_open_files}}},
+                          {"max_open_files", limits.max_open_files},
+                          {"min_nice", limits.min_nice}}},
                         {"kept_descriptors", kept_descriptors},
                         {"allowed_syscalls", allowed_syscalls},
                         {"notes", notes}};
@@ -223,6 +233,17 @@ Result<SandboxReport> enter_sandbox(const SandboxLimits& limits, const std::vect
       return partly(make_sys_error(errno, std::string("setrlimit ") + c.name + " " + std::to_string(c.value.rlim_cur)));
     }
     done.push_back(c.name);
+  }
+  if (limits.min_nice > 0) {
+    // Per thread on Linux: the process is single-threaded here, and the
+    // threads it starts later inherit it.
+    errno = 0;
+    const int nice_now = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0) return partly(make_sys_error(errno, "getpriority"));
+    if (nice_now < limits.min_nice && setpriority(PRIO_PROCESS, 0, limits.min_nice) != 0) {
+      return partly(make_sys_error(errno, "setpriority " + std::to_string(limits.min_nice)));
+    }
+    done.push_back("nice");
   }
   SandboxReport report;
   if (target) {

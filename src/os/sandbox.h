@@ -42,6 +42,11 @@ struct SandboxLimits {
   // later. 0: leave as is.
   uint64_t cpu_seconds = 0;
   int max_open_files = 64;  // RLIMIT_NOFILE; 0: leave as is, < 0: INVALID_ARGUMENT
+  // The process's nice value is raised to at least this (1..19; 0: leave as
+  // is; anything else INVALID_ARGUMENT), and RLIMIT_NICE set to 0 so that
+  // the plug-in cannot lower it again. While another task wants the CPU, a
+  // task at nice 10 gets about a tenth of what one at nice 0 gets.
+  int min_nice = 0;
   // Always applied: RLIMIT_CORE 0. Never: RLIMIT_NPROC. It counts every
   // process and thread of the real uid on the machine (nobody is shared
   // with other daemons), so its effect would depend on them, and a value

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/status.h"
+
 namespace mlos::policy {
 
 template <class T>
@@ -35,6 +37,17 @@ struct PolicyEffects {
   PolicySetting<int> threads;           // intra-op threads advised
   PolicySetting<uint64_t> memory_high;  // bytes, within the job's limit
   PolicySetting<uint64_t> memory_low;
+
+  // advise_threads within the grant: 1..`cpus` (the job's CPUs), else
+  // PERMISSION and nothing is set.
+  Status advise_threads(uint64_t count, int cpus, const std::string& policy) {
+    if (count < 1 || count > static_cast<uint64_t>(cpus)) {
+      return make_error(MLOS_ERR_PERMISSION, "thread count " + std::to_string(count) + " outside 1.." +
+                                                 std::to_string(cpus) + " (the job's CPUs)");
+    }
+    threads.set(static_cast<int>(count), policy);
+    return Status::Ok();
+  }
 
   // Takes back everything `policy` set; true if anything changed.
   bool take_back(const std::string& policy) {

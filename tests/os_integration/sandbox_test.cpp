@@ -13,6 +13,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -122,16 +125,49 @@ TEST(Sandbox, WithoutRootKeepsItsUidAndSaysSo) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
+// The nice value of process `pid` (/proc/<pid>/stat, field 19).
+int nice_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 19 && fields >> field; ++i) {
+  }
+  return std::stoi(field);
+}
+
+TEST(Sandbox, NiceOutsideItsRangeIsRefusedBeforeAnyChange) {
+  for (int bad : {-1, 20}) {
+    SandboxLimits limits;
+    limits.min_nice = bad;
+    SandboxedChild child([&](int sock) {
+      auto r = enter_sandbox(limits, {sock});
+      say(sock, r.ok() ? "entered" : std::to_string(r.error().code) + " " + r.error().message);
+      hear(sock);
+      return 0;
+    });
+    const std::string line = child.read_line();
+    EXPECT_EQ(line.rfind(std::to_string(MLOS_ERR_INVALID_ARGUMENT) + " min_nice", 0), 0u) << line;
+    EXPECT_NE(line.find("nothing changed"), std::string::npos) << line;
+    EXPECT_EQ(child.limit("Max nice priority"), SandboxedChild::limit_of("self", "Max nice priority"));
+    EXPECT_EQ(nice_of(child.pid()), nice_of(getpid()));
+    child.send("go");
+  }
+}
+
 TEST(Sandbox, LimitsShowInProcAndMallocBeyondTheAddressSpaceFails) {
   if (kSanitized) GTEST_SKIP() << "shadow memory outgrows RLIMIT_AS";
   SandboxLimits limits;
   limits.address_space_bytes = 256ull << 20;
   limits.cpu_seconds = 3600;
   limits.max_open_files = 32;
+  limits.min_nice = 10;
   SandboxedChild child([&](int sock) {
     if (!enter(sock, limits)) return 1;
     say(sock, "entered");
     hear(sock);
+    // Nice may not go back down (RLIMIT_NICE 0, no CAP_SYS_NICE left).
+    if (setpriority(PRIO_PROCESS, 0, 0) == 0 || getpriority(PRIO_PROCESS, 0) != 10) return 3;
     if (!lock(sock)) return 2;
     // Under the filter too: malloc's mmap is allowed, and refused by the limit.
     void* big = malloc(512ull << 20);
@@ -146,6 +182,8 @@ TEST(Sandbox, LimitsShowInProcAndMallocBeyondTheAddressSpaceFails) {
   EXPECT_EQ(child.limit("Max open files"), "32 32");
   EXPECT_EQ(child.limit("Max cpu time"), "3600 3601");
   EXPECT_EQ(child.limit("Max core file size"), "0 0");
+  EXPECT_EQ(child.limit("Max nice priority"), "0 0");
+  EXPECT_EQ(nice_of(child.pid()), 10);
   // RLIMIT_NPROC is deliberately left as it was (see SandboxLimits).
   EXPECT_EQ(child.limit("Max processes"), SandboxedChild::limit_of("self", "Max processes"));
   child.send("go");

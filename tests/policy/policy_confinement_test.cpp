@@ -1,5 +1,5 @@
 // What a running host looks like from outside (/proc): the seccomp filter,
-// no new privileges, the address-space limit, and, when started as root,
+// no new privileges, the address-space limit, nice 10, and, when started as root,
 // the identity of nobody.
 #include <pwd.h>
 #include <unistd.h>
@@ -54,6 +54,19 @@ TEST(PolicyConfinementTest, HostRunsUnderSeccompWithItsLimits) {
   as >> w1 >> w2 >> w3 >> soft >> hard;
   EXPECT_EQ(soft, std::to_string(200ull << 20));
   EXPECT_EQ(hard, soft) << "the policy may not raise it back";
+  // Below the jobs it serves, for good: nice 10, and RLIMIT_NICE 0.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 19 && fields >> field; ++i) {
+  }
+  EXPECT_EQ(field, "10") << "the host's nice (field 19 of /proc/<pid>/stat)";
+  std::istringstream nice_limit(limit_line(pid, "Max nice priority"));
+  std::string n1, n2, n3, nice_soft, nice_hard;
+  nice_limit >> n1 >> n2 >> n3 >> nice_soft >> nice_hard;
+  EXPECT_EQ(nice_soft, "0");
+  EXPECT_EQ(nice_hard, "0");
 }
 
 TEST(PolicyConfinementTest, HostStartedByRootRunsAsNobody) {
