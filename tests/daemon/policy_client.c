@@ -1,11 +1,12 @@
 /* A client of the policy calls, for tests/e2e/test_policies.py:
  *
- *   policy_client NAME CONFIG_JSON|-
+ *   policy_client NAME CONFIG_JSON|- [CPUS [THREADS]]
  *
- * Requests 1 shared CPU, requests policy NAME with CONFIG_JSON ("-": NULL,
- * i.e. {}), then reads mlos_training_get_advice until a policy advised the
- * thread count (at most 10 s: the policy's advice is applied when its
- * verdict arrives), and prints one JSON line:
+ * Requests CPUS shared CPUs (default 1), requests policy NAME with
+ * CONFIG_JSON ("-": NULL, i.e. {}), then reads mlos_training_get_advice
+ * until a policy advised the thread count (at most 10 s: the policy's
+ * advice is applied when its verdict arrives), or with THREADS until the
+ * advised count is THREADS (at most 30 s), and prints one JSON line:
  *   {"request": CODE, "request_error": "NAME: message", "claim": ID,
  *    "advice": CODE, "threads": N, "threads_advised": 0|1, "cpu_weight": W,
  *    "policies": N, "policies_failed": N}
@@ -16,6 +17,7 @@
 #include <mlos/errors.h>
 #include <mlos/training.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,13 +38,15 @@ static void sleep_ms(long ms) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s NAME CONFIG_JSON|-\n", argv[0]);
+  if (argc < 3 || argc > 5) {
+    fprintf(stderr, "usage: %s NAME CONFIG_JSON|- [CPUS [THREADS]]\n", argv[0]);
     return 2;
   }
   const char* config = strcmp(argv[2], "-") == 0 ? NULL : argv[2];
+  const int cpus = argc > 3 ? atoi(argv[3]) : 1;
+  const int want_threads = argc > 4 ? atoi(argv[4]) : 0;  /* 0: any advised count */
   mlos_training_resource_request_t req = {
-      .num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1, .priority = 0, .exclusive_cpus = false};
+      .num_cpus = cpus, .memory_bytes = 0, .numa_node_preference = -1, .priority = 0, .exclusive_cpus = false};
   mlos_training_resources_t* res = NULL;
   if (mlos_training_request_resources(&req, &res) != MLOS_OK) {
     printf("{\"resources\": %d, \"resources_error\": ", mlos_last_error());
@@ -64,7 +68,9 @@ int main(int argc, char** argv) {
   }
   mlos_training_advice_t advice = {.struct_size = sizeof advice};
   int arc = mlos_training_get_advice(res, &advice);
-  for (int i = 0; rc == MLOS_OK && arc == MLOS_OK && !advice.threads_advised && i < 200; ++i) {
+  const int polls = want_threads > 0 ? 600 : 200;
+  for (int i = 0; rc == MLOS_OK && arc == MLOS_OK && i < polls; ++i) {
+    if (advice.threads_advised && (want_threads == 0 || advice.threads == want_threads)) break;
     sleep_ms(50);
     arc = mlos_training_get_advice(res, &advice);
   }

@@ -124,14 +124,15 @@ def test_a_config_that_is_not_an_object_is_refused_by_the_library(daemon):
 # -- embedded mode (no mlosd): the library's own policy hosts, found next
 # to this build's libmlos (build/bin/mlos-policyhost, build/policies) ------
 
-def embedded_client(tmp_path, name, config, **extra):
-    """policy_client in embedded mode; returns (CompletedProcess, its JSON line)."""
+def embedded_client(tmp_path, name, config, *more, **extra):
+    """policy_client in embedded mode (`more`: its CPUS [THREADS]); returns
+    (CompletedProcess, its JSON line)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
     runtime = tmp_path / "runtime"
     runtime.mkdir(exist_ok=True)
     env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(runtime), MLOS_DEFAULT_POLICIES="", **extra)
-    r = subprocess.run([str(build_dir() / "bin" / "mlos_policy_client"), name, config], env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([str(build_dir() / "bin" / "mlos_policy_client"), name, config, *more], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90)
     assert r.stdout.strip(), f"rc={r.returncode} stderr={r.stderr}"
     return r, json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -150,6 +151,22 @@ def test_embedded_mode_refuses_unknown_policies_and_says_when_no_host_is_install
     assert out["request"] == ERR["MLOS_ERR_UNSUPPORTED"], out
     assert "/nonexistent/mlos-policyhost" in out["request_error"], out
     assert out["advice"] == ERR["MLOS_ERR_UNSUPPORTED"], out  # the job itself was granted
+
+
+def test_embedded_thread_governor_advises_a_c_program_fewer_threads_next_to_a_cpu_hog(tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) != 2:
+        pytest.skip("written for 2 CPUs: the job asks for all of them")
+    hog = subprocess.Popen(["taskset", "-c", str(cpus[0]), sys.executable, "-c", "while True: pass"])
+    try:
+        # Whatever else loads the machine, a CPU taken by the hog leaves at
+        # most one CPU to the job, and the policy must say so.
+        r, out = embedded_client(tmp_path, "thread-governor", "-", "2", "1")
+    finally:
+        hog.kill()
+        hog.wait()
+    assert out["request"] == 0 and out["advice"] == 0, out
+    assert out["threads"] == 1 and out["threads_advised"] == 1, out
 
 
 # -- mlos run --policy ------------------------------------------------------
