@@ -3,8 +3,8 @@
  * learning a synthetic regression task, with one worker thread per
  * recommended thread, each bound to its own CPU of the allocation.
  *
- * It prints where mlOS placed it, the loss as it falls, and the phase
- * profile at the end. Build: part of the project (build/bin/mlos-demo), or
+ * It prints where mlOS placed it, the loss as it falls, and at the end
+ * the phase profile and what the job's policy modules advise. Build: part of the project (build/bin/mlos-demo), or
  *   cc train_loop.c $(pkg-config --cflags --libs mlos) -lm -lpthread
  * Usage: mlos-demo [steps] [cpus] */
 #include <math.h>
@@ -155,6 +155,15 @@ int main(int argc, char** argv) {
   for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
     printf("  %-13s %8.3f s %5.1f%%  %6llu entries\n", mlos_training_phase_name((mlos_training_phase_t)p),
            prof.seconds[p], total > 0 ? 100.0 * prof.seconds[p] / total : 0.0, (unsigned long long)prof.entries[p]);
+  }
+  /* The job's policy modules (under mlosd, or in embedded mode the hosts
+   * libmlos starts; thread-governor by default) and what they advise. */
+  mlos_training_advice_t advice = {.struct_size = sizeof advice};
+  if (mlos_training_get_advice(res, &advice) == MLOS_OK) {
+    printf("policies: %d (%d failed); advice: %d thread(s)%s\n", advice.policies, advice.policies_failed,
+           advice.threads, advice.threads_advised ? " (advised by a policy)" : " (the grant's count)");
+  } else {
+    printf("policies: none (%s)\n", mlos_last_error_message());
   }
   char notes[2048];
   size_t needed = 0;
