@@ -246,14 +246,20 @@ Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::share
   }
   auto follower = std::dynamic_pointer_cast<PhaseFollower>(phases);
   if (!follower) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the phase sink was not made by make_phase_sink()");
+  Status out = Status::Ok();
   run([&] {
-    if (s_->jobs.count(job)) return;
+    if (s_->jobs.count(job)) {
+      // A claim id seen twice (the ledger was recreated under a live job):
+      // sharing the old job's registration would mix their policies.
+      out = make_error(MLOS_ERR_INVALID_ARGUMENT, "claim " + std::to_string(job) + " is already registered");
+      return;
+    }
     State::Served j;
     j.grant = grant;
     j.phases = std::move(follower);
     s_->jobs.emplace(job, std::move(j));
   });
-  return Status::Ok();
+  return out;
 }
 
 void EmbeddedPolicies::attach_defaults(uint64_t job) {
@@ -354,7 +360,11 @@ Result<std::shared_ptr<EmbeddedPolicies>> EmbeddedPolicies::for_this_process() {
   o.hosts.also_trusted = geteuid();
   o.defaults = config->defaults;
   o.every_job = config->every_job;
-  service = new std::shared_ptr<EmbeddedPolicies>(std::make_shared<EmbeddedPolicies>(std::move(o)));
+  try {
+    service = new std::shared_ptr<EmbeddedPolicies>(std::make_shared<EmbeddedPolicies>(std::move(o)));
+  } catch (const std::exception& e) {  // eventfd or the thread could not be made
+    return make_error(MLOS_ERR_SYSTEM, std::string("cannot start the policy thread: ") + e.what());
+  }
   owner = getpid();
   return *service;
 }

@@ -83,8 +83,8 @@ class EmbeddedPolicies {
   static Result<std::shared_ptr<EmbeddedPolicies>> for_this_process();
 
   // Registers job `job` (its claim id, not 0) with its grant and the sink
-  // its phases are published to (make_phase_sink); a job already known is
-  // left as it is. Attaches nothing.
+  // its phases are published to (make_phase_sink). Attaches nothing.
+  // INVALID_ARGUMENT for a job already registered.
   Status add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases);
   // Attaches the defaults the job does not use yet; one that cannot be
   // attached is logged (once per policy) and skipped.

@@ -33,7 +33,8 @@ struct EmbeddedPolicyConfig {
 // $MLOS_JOB_POLICIES, a JSON object of configs.
 // UNSUPPORTED, naming every place looked at, when no host is found;
 // INVALID_ARGUMENT when $MLOS_JOB_POLICIES is not a JSON object of objects.
-// (The embedded engine reads this once, at its first job in the process.)
+// (EmbeddedPolicies::for_this_process keeps the first result that finds a
+// host for the life of the process.)
 Result<EmbeddedPolicyConfig> embedded_policy_config();
 
 }  // namespace mlos

@@ -69,18 +69,26 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
   }
   auto grant = record(request);
   if (!grant || !policies_ || request.envelope) return grant;
+  const char* every = std::getenv("MLOS_JOB_POLICIES");
+  const bool asked = !request.policies.empty() || (every != nullptr && *every != '\0');
   if (grant->claim_id == 0) {
-    if (request.policies.empty()) return grant;
+    if (!asked) return grant;
     return make_error(MLOS_ERR_UNSUPPORTED, "policies need a claim recorded in the ledger: " + grant->ledger_note);
   }
-  if (Status s = serve(*grant, request); !s) {
+  Status s;
+  try {
+    s = serve(*grant, request, asked);
+  } catch (const std::exception& e) {  // no thread or descriptor for the service, ...
+    s = make_error(MLOS_ERR_SYSTEM, std::string("policy service: ") + e.what());
+  }
+  if (!s) {
     (void)release(grant->claim_id);
     return s.error();
   }
   return grant;
 }
 
-Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request) {
+Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request, bool asked) {
   const uint64_t id = grant.claim_id;
   Served served;
   served.grant.cpus = grant.placement.cpu_set;
@@ -98,9 +106,7 @@ Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request) {
   if (!service) {
     // Without a service a job runs as it would without policies, unless it
     // (or mlos run, through MLOS_JOB_POLICIES) asked for some.
-    const char* every = std::getenv("MLOS_JOB_POLICIES");
-    if (request.policies.empty() && (every == nullptr || *every == '\0')) return Status::Ok();
-    return service.error();
+    return asked ? Status(service.error()) : Status::Ok();
   }
   nlohmann::json requested = (*service)->options().every_job;
   for (const auto& [name, config] : request.policies.items()) requested[name] = config;
@@ -115,16 +121,31 @@ Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request) {
 
 Result<std::shared_ptr<EmbeddedPolicies>> LedgerClaimBroker::serving(uint64_t claim_id) {
   if (!policies_) return no_policy_service();
-  std::lock_guard lock(mu_);
-  auto it = served_.find(claim_id);
-  if (it == served_.end()) {
-    return make_error(MLOS_ERR_INVALID_HANDLE, "claim " + std::to_string(claim_id) + " is not a live claim of this process");
+  Served served;
+  {
+    std::lock_guard lock(mu_);
+    auto it = served_.find(claim_id);
+    if (it == served_.end()) {
+      return make_error(MLOS_ERR_INVALID_HANDLE,
+                        "claim " + std::to_string(claim_id) + " is not a live claim of this process");
+    }
+    served = it->second;
   }
+  // Without the lock: the service may be busy for seconds (another job's
+  // attach), and releases of other claims must not wait for it.
   auto service = policies_();
-  if (!service) return service.error();
-  if (!it->second.registered) {
-    if (Status s = (*service)->add_job(claim_id, it->second.grant, it->second.phases); !s) return s.error();
-    it->second.registered = true;
+  if (!service || served.registered) return service;
+  if (Status s = (*service)->add_job(claim_id, served.grant, served.phases); !s) return s.error();
+  bool gone = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = served_.find(claim_id);
+    gone = it == served_.end() || it->second.phases != served.phases;
+    if (!gone) it->second.registered = true;
+  }
+  if (gone) {  // released meanwhile
+    (*service)->remove_job(claim_id);
+    return make_error(MLOS_ERR_INVALID_HANDLE, "claim " + std::to_string(claim_id) + " was released");
   }
   return service;
 }

@@ -65,7 +65,9 @@ class LedgerClaimBroker final : public ClaimBroker {
   Result<Grant> record(const ClaimRequest& request);
   // Registers a recorded claim with the policy service and attaches the
   // requested policies and the defaults (grant.phase_sink, .policies).
-  Status serve(Grant& grant, const ClaimRequest& request);
+  // `asked`: the request or MLOS_JOB_POLICIES names policies (then a
+  // missing service is an error, not a job without policies).
+  Status serve(Grant& grant, const ClaimRequest& request, bool asked);
   // The service with `claim_id` registered in it (granted here, not yet
   // released).
   Result<std::shared_ptr<EmbeddedPolicies>> serving(uint64_t claim_id);
