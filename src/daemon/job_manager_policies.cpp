@@ -188,17 +188,8 @@ json JobManager::policies_status() const {
     return json{{"enabled", false}, {"dir", nullptr}, {"available", json::array()}, {"skipped", json::array()},
                 {"loaded", json::array()}, {"defaults", json::array()}};
   }
-  json available = json::array(), skipped = json::array();
-  json out{{"enabled", true}, {"dir", policies_->options().policy_dir}};
-  if (auto cat = policies_->catalog()) {
-    for (const auto& p : cat->policies) available.push_back(json{{"name", p.name}, {"path", p.path}});
-    for (const auto& s : cat->skipped) skipped.push_back(json{{"path", s.path}, {"why", s.why}});
-  } else {
-    out["error"] = cat.error().describe();
-  }
-  out["available"] = std::move(available);
-  out["skipped"] = std::move(skipped);
-  out["loaded"] = policies_->status();
+  json out = policies_->overview();
+  out["enabled"] = true;
   out["defaults"] = d_.default_policies;
   return out;
 }

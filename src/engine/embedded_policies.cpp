@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <deque>
 #include <exception>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -23,6 +22,7 @@
 #include "engine/job.h"
 #include "os/cpu_times.h"
 #include "os/log_sink.h"
+#include "os/process_memory.h"
 #include "os/unique_fd.h"
 #include "policy/file_advice.h"
 #include "policy/policy_effects.h"
@@ -62,10 +62,8 @@ std::optional<double> busy_seconds(const CpuSet& cpus) {
 }
 
 std::optional<uint64_t> own_resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  unsigned long long size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return std::nullopt;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  auto bytes = os::process_resident_bytes(getpid());
+  return bytes ? std::optional<uint64_t>(*bytes) : std::nullopt;
 }
 
 Error unknown_job(uint64_t job) {
@@ -328,17 +326,9 @@ Result<PolicyAdvice> EmbeddedPolicies::advice(uint64_t job) {
 json EmbeddedPolicies::status() {
   json out;
   run([&] {
-    json available = json::array(), skipped = json::array();
-    out = json{{"dir", o_.hosts.policy_dir}, {"host", o_.hosts.host_binary}, {"defaults", o_.defaults}};
-    if (auto cat = s_->hosts->catalog()) {
-      for (const auto& p : cat->policies) available.push_back(json{{"name", p.name}, {"path", p.path}});
-      for (const auto& sk : cat->skipped) skipped.push_back(json{{"path", sk.path}, {"why", sk.why}});
-    } else {
-      out["error"] = cat.error().describe();
-    }
-    out["available"] = std::move(available);
-    out["skipped"] = std::move(skipped);
-    out["loaded"] = s_->hosts->status();
+    out = s_->hosts->overview();
+    out["host"] = o_.hosts.host_binary;
+    out["defaults"] = o_.defaults;
   });
   return out;
 }

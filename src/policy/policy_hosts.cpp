@@ -3,10 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "mlos/log.h"
 #include "os/log_sink.h"
+#include "os/process_memory.h"
 
 namespace mlos::policy {
 
@@ -34,12 +34,10 @@ mlos_log_level_t log_level_of(int policy_level) {
   }
 }
 
-// Resident memory of process `pid` (/proc/<pid>/statm), null if unreadable.
+// Resident memory of process `pid`, null if unreadable.
 json resident_bytes(pid_t pid) {
-  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
-  unsigned long long size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return nullptr;
-  return resident * static_cast<unsigned long long>(sysconf(_SC_PAGESIZE));
+  auto bytes = os::process_resident_bytes(pid);
+  return bytes ? json(*bytes) : json(nullptr);
 }
 
 }  // namespace
@@ -485,6 +483,21 @@ json PolicyHosts::status() const {
     if (l.state == State::kFailed) s["restart_in_seconds"] = l.restart_at_ns > t ? (l.restart_at_ns - t) / 1e9 : 0.0;
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+json PolicyHosts::overview() const {
+  json available = json::array(), skipped = json::array();
+  json out{{"dir", o_.policy_dir}};
+  if (auto cat = catalog()) {
+    for (const auto& p : cat->policies) available.push_back(json{{"name", p.name}, {"path", p.path}});
+    for (const auto& s : cat->skipped) skipped.push_back(json{{"path", s.path}, {"why", s.why}});
+  } else {
+    out["error"] = cat.error().describe();
+  }
+  out["available"] = std::move(available);
+  out["skipped"] = std::move(skipped);
+  out["loaded"] = status();
   return out;
 }
 

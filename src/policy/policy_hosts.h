@@ -105,6 +105,10 @@ class PolicyHosts {
   // Per loaded policy: state, pid, jobs, failures, restarts, last failure,
   // actions applied and refused by kind, ticks and their latency.
   nlohmann::json status() const;
+  // {"dir", "available": [{name, path}], "skipped": [{path, why}],
+  // "loaded": status()}, plus "error" when the directory cannot be read:
+  // what mlosd's `policies` op and the embedded service report.
+  nlohmann::json overview() const;
   // The hosts' sockets, for an event loop that wants to wake on replies.
   std::vector<int> fds() const;
   // No policy is loaded (running, starting or failed): poll() has nothing
