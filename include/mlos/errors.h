@@ -84,7 +84,10 @@ typedef enum mlos_error {
    * recently: it is restarted with backoff). The job runs on mlOS's
    * built-in defaults meanwhile; the message says how the policy's host
    * ended. See docs/policies.md. */
-  MLOS_ERR_POLICY_FAILED = -24
+  MLOS_ERR_POLICY_FAILED = -24,
+  /* The object is still in use and was left as it was: e.g. a tensor pool
+   * destroyed while buffers are acquired. Finish using it, then retry. */
+  MLOS_ERR_BUSY = -25
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

@@ -51,6 +51,7 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_PEER_LOST: return "collective peer lost";
     case MLOS_ERR_QUOTA: return "per-user quota exceeded";
     case MLOS_ERR_POLICY_FAILED: return "policy module failed";
+    case MLOS_ERR_BUSY: return "still in use";
     default: return "unknown error";
   }
 }

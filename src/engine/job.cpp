@@ -296,9 +296,22 @@ Result<void*> Job::alloc_checkpoint_buffer(size_t size) {
 }
 
 size_t Job::pinned_bytes_locked() const {
-  size_t total = checkpoint_bytes_;
+  size_t total = checkpoint_bytes_ + pool_bytes_;
   for (const auto& [addr, buf] : registered_) total += buf.bytes;
   return total;
+}
+
+Status Job::reserve_pool_bytes(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  if (Status b = within_budget(bytes, "a tensor pool"); !b) return b;
+  pool_bytes_ += bytes;
+  return Status::Ok();
+}
+
+void Job::return_pool_bytes(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  pool_bytes_ -= std::min(pool_bytes_, bytes);
 }
 
 Status Job::within_budget(size_t more, const char* what) const {
@@ -307,7 +320,7 @@ Status Job::within_budget(size_t more, const char* what) const {
   if (budget == 0 || (more <= budget && now <= budget - more)) return Status::Ok();
   return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
                     std::string(what) + " of " + std::to_string(more) + " bytes would bring the memory the job has " +
-                        "locked through mlOS (checkpoint buffers + registered buffers) to " +
+                        "through mlOS (checkpoint buffers + registered buffers + tensor pools) to " +
                         std::to_string(now + more) + " bytes, over its memory_bytes " + std::to_string(budget));
 }
 

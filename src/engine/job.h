@@ -67,6 +67,12 @@ class Job {
   Status pin_checkpoint_buffer(void* buffer);
   void unpin_checkpoint_buffer(void* buffer);
   Status register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind);
+  // Tensor pools (include/mlos/tmm.h) count their capacity against
+  // memory_bytes from creation to destruction: INSUFFICIENT_MEMORY when it
+  // does not fit, INVALID_HANDLE once released. Returning is never refused
+  // (a pool may outlive the job's release).
+  Status reserve_pool_bytes(uint64_t bytes);
+  void return_pool_bytes(uint64_t bytes);
   Status unregister_buffer(void* addr);
   // Memory pressure (see MemoryWatch): the watcher starts with the first
   // of these calls. Never called with the job's mutex held across a
@@ -109,6 +115,8 @@ class Job {
   // The process that requested this job (a forked child inherits the handle
   // but not the job).
   pid_t creator_pid() const { return creator_pid_; }
+  // Where the job was placed (fixed for its life).
+  const Placement& placement() const { return grant_.placement; }
 
  private:
   struct BoundThread {
@@ -149,8 +157,8 @@ class Job {
   // Brings gradient buffers to gradients_locked_.
   void sync_buffer_locks(bool* changed);
   size_t round_to_pages(size_t bytes) const;
-  // Bytes of checkpoint buffers plus registered buffers (what the library
-  // allocates or locks for the job), and whether `more` of them fit in
+  // Bytes of checkpoint buffers, registered buffers and tensor pools (what
+  // the library allocates or locks for the job), and whether `more` fit in
   // memory_bytes (INSUFFICIENT_MEMORY if not; always with no budget).
   size_t pinned_bytes_locked() const;
   Status within_budget(size_t more, const char* what) const;
@@ -181,6 +189,7 @@ class Job {
   std::map<void*, int> pinned_;          // checkpoint buffers being read by a save
   std::condition_variable unpinned_;     // signalled when pinned_ shrinks
   size_t checkpoint_bytes_ = 0;
+  uint64_t pool_bytes_ = 0;  // capacity of the job's tensor pools
   std::map<uintptr_t, Buffer> registered_;
   std::map<uint32_t, std::string> notes_;
   uint32_t degraded_ = 0;

@@ -4,6 +4,7 @@
  * structs, NULL/double-release safety. */
 #include <mlos/collectives.h>
 #include <mlos/log.h>
+#include <mlos/tmm.h>
 #include <mlos/training.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -146,6 +147,23 @@ int main(void) {
     mlos_training_advice_t adv = {.struct_size = sizeof adv};
     EXPECT(mlos_training_get_advice(res, &adv) == MLOS_ERR_INVALID_HANDLE);
     EXPECT(mlos_training_request_policy(res, "example", "{}") == MLOS_ERR_INVALID_HANDLE);
+  }
+
+  { /* The tensor memory manager from C: a pool, a buffer, its stats. */
+    mlos_tmm_pool_options_t opts = {.struct_size = sizeof opts, .capacity_bytes = 1 << 20,
+                                    .numa_node = MLOS_TMM_NODE_AUTO, .name = "c-api"};
+    mlos_tmm_pool_t* pool = NULL;
+    mlos_tmm_buffer_t buf = {0};
+    mlos_tmm_stats_t st = {.struct_size = sizeof st};
+    EXPECT(mlos_tmm_pool_create(NULL, &opts, &pool) == MLOS_OK);
+    EXPECT(mlos_tmm_acquire(pool, 1000, &buf) == MLOS_OK && buf.capacity == 4096);
+    EXPECT(mlos_tmm_pool_destroy(pool) == MLOS_ERR_BUSY);
+    EXPECT(strcmp(mlos_strerror(MLOS_ERR_BUSY), "still in use") == 0);
+    EXPECT(mlos_tmm_release(pool, buf.data) == MLOS_OK);
+    EXPECT(mlos_tmm_release(pool, buf.data) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_tmm_get_stats(pool, &st) == MLOS_OK && st.acquires == 1 && st.bytes_cached == 4096);
+    EXPECT(mlos_tmm_pool_destroy(pool) == MLOS_OK);
+    EXPECT(mlos_tmm_pool_destroy(pool) == MLOS_ERR_INVALID_HANDLE);
   }
 
   printf("c api: %d passed, %d failed\n", passes, failures);
