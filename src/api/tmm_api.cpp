@@ -67,6 +67,17 @@ std::shared_ptr<PoolEntry> find_pool(const mlos_tmm_pool_t* handle) {
 }
 
 int fail(const Error& e) { return record_error(e); }
+int code_of(const Status& s) { return s ? MLOS_OK : fail(s.error()); }
+
+// Runs body(pool) for a valid pool handle of this process, guarded.
+template <class F>
+int on_pool(mlos_tmm_pool_t* handle, F&& body) {
+  return guarded([&]() -> int {
+    auto entry = find_pool(handle);
+    if (!entry) return mlos_last_error();
+    return body(*entry->pool);
+  });
+}
 
 // Where the pool's pages go: the node asked for, the job's nodes, or
 // nowhere in particular.
@@ -164,11 +175,9 @@ int mlos_tmm_pool_destroy(mlos_tmm_pool_t* pool) {
 }
 
 int mlos_tmm_acquire(mlos_tmm_pool_t* pool, size_t size, mlos_tmm_buffer_t* buffer) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
+  return on_pool(pool, [&](tmm::TensorPool& p) -> int {
     if (!buffer) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "buffer must not be NULL"));
-    auto b = entry->pool->acquire(size);
+    auto b = p.acquire(size);
     if (!b) return fail(b.error());
     *buffer = mlos_tmm_buffer_t{b->data, b->size, b->capacity, b->offset};
     return MLOS_OK;
@@ -176,46 +185,24 @@ int mlos_tmm_acquire(mlos_tmm_pool_t* pool, size_t size, mlos_tmm_buffer_t* buff
 }
 
 int mlos_tmm_release(mlos_tmm_pool_t* pool, void* data) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
-    if (Status s = entry->pool->release(data); !s) return fail(s.error());
-    return MLOS_OK;
-  });
+  return on_pool(pool, [&](tmm::TensorPool& p) { return code_of(p.release(data)); });
 }
 
 int mlos_tmm_prewarm(mlos_tmm_pool_t* pool, size_t size, size_t count) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
-    if (Status s = entry->pool->prewarm(size, count); !s) return fail(s.error());
-    return MLOS_OK;
-  });
+  return on_pool(pool, [&](tmm::TensorPool& p) { return code_of(p.prewarm(size, count)); });
 }
 
 int mlos_tmm_pin(mlos_tmm_pool_t* pool, void* data) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
-    if (Status s = entry->pool->pin(data); !s) return fail(s.error());
-    return MLOS_OK;
-  });
+  return on_pool(pool, [&](tmm::TensorPool& p) { return code_of(p.pin(data)); });
 }
 
 int mlos_tmm_unpin(mlos_tmm_pool_t* pool, void* data) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
-    if (Status s = entry->pool->unpin(data); !s) return fail(s.error());
-    return MLOS_OK;
-  });
+  return on_pool(pool, [&](tmm::TensorPool& p) { return code_of(p.unpin(data)); });
 }
 
 int mlos_tmm_trim(mlos_tmm_pool_t* pool, uint64_t* freed_bytes) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
-    auto freed = entry->pool->trim();
+  return on_pool(pool, [&](tmm::TensorPool& p) -> int {
+    auto freed = p.trim();
     if (!freed) return fail(freed.error());
     if (freed_bytes) *freed_bytes = *freed;
     return MLOS_OK;
@@ -223,11 +210,9 @@ int mlos_tmm_trim(mlos_tmm_pool_t* pool, uint64_t* freed_bytes) {
 }
 
 int mlos_tmm_get_stats(mlos_tmm_pool_t* pool, mlos_tmm_stats_t* stats) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
+  return on_pool(pool, [&](tmm::TensorPool& p) -> int {
     if (!stats) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "stats must not be NULL"));
-    const tmm::PoolStats s = entry->pool->stats();
+    const tmm::PoolStats s = p.stats();
     mlos_tmm_stats_t out{};
     out.struct_size = sizeof out;
     out.huge_pages = s.huge_pages;
@@ -251,13 +236,11 @@ int mlos_tmm_get_stats(mlos_tmm_pool_t* pool, mlos_tmm_stats_t* stats) {
 }
 
 int mlos_tmm_get_notes(mlos_tmm_pool_t* pool, char* buf, size_t len, size_t* needed) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
+  return on_pool(pool, [&](tmm::TensorPool& p) -> int {
     if (!needed || (!buf && len > 0)) {
       return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed must not be NULL; buf may be NULL only with len 0"));
     }
-    const std::string notes = entry->pool->notes();
+    const std::string notes = p.notes();
     *needed = notes.size() + 1;
     if (len < notes.size() + 1) {
       return fail(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "notes need " + std::to_string(notes.size() + 1) + " bytes"));
@@ -268,14 +251,10 @@ int mlos_tmm_get_notes(mlos_tmm_pool_t* pool, char* buf, size_t len, size_t* nee
 }
 
 int mlos_tmm_pool_fd(mlos_tmm_pool_t* pool, int* fd) {
-  return guarded([&]() -> int {
-    auto entry = find_pool(pool);
-    if (!entry) return mlos_last_error();
+  return on_pool(pool, [&](tmm::TensorPool& p) -> int {
     if (!fd) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "fd must not be NULL"));
-    if (entry->pool->fd() < 0) {
-      return fail(make_error(MLOS_ERR_UNSUPPORTED, "a MLOS_TMM_PRIVATE pool has no descriptor to share"));
-    }
-    *fd = entry->pool->fd();
+    if (p.fd() < 0) return fail(make_error(MLOS_ERR_UNSUPPORTED, "a MLOS_TMM_PRIVATE pool has no descriptor to share"));
+    *fd = p.fd();
     return MLOS_OK;
   });
 }
