@@ -64,7 +64,9 @@ struct SessionRequest {
 
 struct SessionResult {
   JpegHeader header;
-  RectI decoded;  // in scaled-image coordinates
+  RectI decoded;  // the exact pixels, in scaled-image coordinates
+  size_t stride = 0;
+  int view_offset = 0;  // bytes from scratch.pixels to decoded's first pixel
   Size scaled_image;
   int warnings = 0;
   bool failed = false;
@@ -171,11 +173,20 @@ void run_session(const SessionRequest& rq, DecodeScratch& scratch, SessionResult
         x_hi = std::clamp(static_cast<int>(std::ceil((rq.crop.x + rq.crop.width) * s)) + rq.margin, x_lo + 1, out_w);
         y_hi = std::clamp(static_cast<int>(std::ceil((rq.crop.y + rq.crop.height) * s)) + rq.margin, y_lo + 1, out_h);
       }
-      JDIMENSION x_offset = static_cast<JDIMENSION>(x_lo);
-      JDIMENSION width = static_cast<JDIMENSION>(x_hi - x_lo);
+      // Fancy upsampling treats the ends of a cropped row as the image's
+      // edges, so the first and last decoded columns of a crop can differ
+      // from a full decode (by up to ~8 levels in 4:2:x files). Decode one
+      // guard column beyond each end and leave it out of the view: what the
+      // caller sees then equals the full decode exactly.
+      const int guard_lo = std::max(0, x_lo - 1);
+      const int guard_hi = std::min(out_w, x_hi + 1);
+      JDIMENSION x_offset = static_cast<JDIMENSION>(guard_lo);
+      JDIMENSION width = static_cast<JDIMENSION>(guard_hi - guard_lo);
       if (rq.region && width < cinfo.output_width) {
         jpeg_crop_scanline(&cinfo, &x_offset, &width);  // widens to iMCU boundaries
       }
+      const int trim_left = x_offset > 0 ? 1 : 0;
+      const int trim_right = static_cast<int>(x_offset + width) < out_w ? 1 : 0;
       const int rows = y_hi - y_lo;
       const size_t stride = static_cast<size_t>(width) * kRgbChannels;
       uint8_t* pixels = try_ensure(scratch.pixels, stride * static_cast<size_t>(rows));
@@ -189,7 +200,10 @@ void run_session(const SessionRequest& rq, DecodeScratch& scratch, SessionResult
         ERREXIT(&cinfo, JERR_BAD_STATE);
       }
       read_rows(cinfo, cmyk, rows, pixels, stride, cmyk_row);
-      result.decoded = RectI{static_cast<int>(x_offset), y_lo, static_cast<int>(width), rows};
+      result.decoded = RectI{static_cast<int>(x_offset) + trim_left, y_lo,
+                             static_cast<int>(width) - trim_left - trim_right, rows};
+      result.stride = stride;
+      result.view_offset = trim_left * kRgbChannels;
       if (cinfo.output_scanline == cinfo.output_height) {
         jpeg_finish_decompress(&cinfo);  // reads to EOI: trailing truncation is seen
       }
@@ -261,8 +275,8 @@ Result<DecodedRegion> decode_jpeg_region(std::span<const uint8_t> bytes, const J
   if (result.failed) return session_error(result, "JPEG region");
   DecodedRegion region;
   region.decoded = result.decoded;
-  region.view = ImageView{scratch.pixels.data(), result.decoded.width, result.decoded.height,
-                          static_cast<size_t>(result.decoded.width) * kRgbChannels};
+  region.view = ImageView{scratch.pixels.data() + result.view_offset, result.decoded.width, result.decoded.height,
+                          result.stride};
   const double s = request.scale_num / 8.0;
   region.crop_in_view = RectD{request.crop.x * s - result.decoded.x, request.crop.y * s - result.decoded.y,
                               request.crop.width * s, request.crop.height * s};

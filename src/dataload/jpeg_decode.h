@@ -48,7 +48,8 @@ struct JpegRegionRequest {
 };
 
 struct DecodedRegion {
-  ImageView view;          // the decoded pixels, in scratch.pixels
+  ImageView view;          // the decoded pixels, in scratch.pixels (stride
+                           // can exceed width * 3: guard columns)
   RectD crop_in_view;      // request.crop, scaled, in view's coordinates
   RectI decoded;           // where view lies in the scaled full image
   Size scaled_image;       // the whole image's size at this scale
@@ -59,7 +60,9 @@ struct DecodedRegion {
 // Decodes only the rows and columns the crop needs at the requested scale:
 // jpeg_crop_scanline narrows each row (the left edge moves down to an iMCU
 // boundary, so `decoded` can start left of the crop) and
-// jpeg_skip_scanlines skips rows above it; decoding stops below it. A
+// jpeg_skip_scanlines skips rows above it; decoding stops below it. The
+// view's pixels equal a full decode at the same scale, bit for bit
+// (tests/dataload/jpeg_decode_test.cpp). A
 // scaled pixel k covers full-size columns [8k/s, 8(k+1)/s), so crop maps
 // to crop * s / 8 exactly. For progressive files libjpeg must still read
 // every scan of the whole image; only the inverse DCT and colour work are
