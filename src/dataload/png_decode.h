@@ -8,8 +8,10 @@
 // convert("RGB"): alpha and tRNS are dropped, not composited; 16-bit
 // samples keep their high byte; gAMA is ignored.
 //
-// A PNG cut short is always an error (DecodeOptions::truncation_is_error
-// concerns JPEG only): libspng has no partial-image mode to fall back on.
+// A PNG cut short in its image data is always an error
+// (DecodeOptions::truncation_is_error concerns JPEG only): libspng has no
+// partial-image mode to fall back on. One missing only its IEND trailer has
+// all its pixels and decodes.
 #pragma once
 
 #include <cstdint>
