@@ -247,8 +247,8 @@ Result<DecodedImage> decode_jpeg(std::span<const uint8_t> bytes, const DecodeOpt
                       result.warnings};
 }
 
-int choose_dct_scale(double crop_width, double crop_height, Size target) {
-  for (int s = 1; s < 8; ++s) {
+int choose_dct_scale(double crop_width, double crop_height, Size target, bool simd_scales_only) {
+  for (int s = 1; s < 8; s = simd_scales_only ? s * 2 : s + 1) {
     if (crop_width * s / 8.0 >= target.width && crop_height * s / 8.0 >= target.height) return s;
   }
   return 8;

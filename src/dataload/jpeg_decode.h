@@ -38,7 +38,13 @@ Result<DecodedImage> decode_jpeg(std::span<const uint8_t> bytes, const DecodeOpt
 // crop_height the most while leaving it at least target's size in both
 // dimensions, so the resize after it never upsamples what the full-size
 // image could have supplied. 8 (no scaling) when even that is too small.
-int choose_dct_scale(double crop_width, double crop_height, Size target);
+//
+// By default only 1/8, 2/8 and 4/8 are considered: libjpeg-turbo 2.1 has
+// SIMD inverse DCTs for those and for 8/8, while 3/8, 5/8, 6/8 and 7/8 run
+// scalar C and decode slower than full size (500x375 q90 photo, whole
+// image, ms: 8/8 0.71, 7/8 1.31, 6/8 1.07, 5/8 0.97, 4/8 0.70, 2/8 0.56,
+// 1/8 0.43; bench/dataload_decode_bench.cpp).
+int choose_dct_scale(double crop_width, double crop_height, Size target, bool simd_scales_only = true);
 
 struct JpegRegionRequest {
   RectD crop;         // in full-size image coordinates; inside the image

@@ -65,7 +65,10 @@ Status resize_rgb(ImageView src, const RectD& src_rect, MutableImageView dst, co
   cv::Mat out = wrap(dst);
   const uchar* const out_data = out.data;
   try {
-    if (options.exact_subpixel && options.filter != ResizeFilter::kArea) {
+    const bool whole_pixels = src_rect.x == std::floor(src_rect.x) && src_rect.y == std::floor(src_rect.y) &&
+                              src_rect.width == std::floor(src_rect.width) &&
+                              src_rect.height == std::floor(src_rect.height);
+    if (options.exact_subpixel && !whole_pixels && options.filter != ResizeFilter::kArea) {
       // Filter a whole-pixel box around the rectangle (plus the bilinear
       // tap and the kernel's reach), then sample it at the exact centres:
       // output pixel (u, v) <- source (x + (u + 0.5) fx - 0.5, ...).

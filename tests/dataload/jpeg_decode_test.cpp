@@ -68,8 +68,11 @@ TEST(JpegDecode, HeaderReportsSizeComponentsAndProgression) {
 }
 
 TEST(JpegDecode, ChoosesTheSmallestScaleThatKeepsTheTargetSize) {
-  EXPECT_EQ(choose_dct_scale(500, 375, Size{224, 224}), 5);  // 312.5 x 234.4; at 4/8 height is 187
-  EXPECT_EQ(choose_dct_scale(448, 448, Size{224, 224}), 4);  // exactly half
+  EXPECT_EQ(choose_dct_scale(500, 375, Size{224, 224}, false), 5);  // 312.5 x 234.4; at 4/8 height is 187
+  EXPECT_EQ(choose_dct_scale(500, 375, Size{224, 224}), 8);         // SIMD scales only: 4/8 is too small
+  EXPECT_EQ(choose_dct_scale(448, 448, Size{224, 224}), 4);         // exactly half
+  EXPECT_EQ(choose_dct_scale(900, 500, Size{224, 224}), 4);
+  EXPECT_EQ(choose_dct_scale(1000, 900, Size{224, 224}), 2);
   EXPECT_EQ(choose_dct_scale(2000, 1800, Size{224, 224}), 1);
   EXPECT_EQ(choose_dct_scale(300, 200, Size{224, 224}), 8);  // would upscale anyway
   EXPECT_EQ(choose_dct_scale(1792, 224, Size{224, 224}), 8);  // one side already at target
