@@ -15,6 +15,9 @@ packages=(
   libgtest-dev libgmock-dev     # tests
   libseccomp-dev                # tests: proving set_phase makes no system call
   libbenchmark-dev              # bench/
+  libjpeg62-turbo-dev           # dataload: JPEG decoding (libjpeg-turbo, region and DCT-scaled decode)
+  libspng-dev                   # dataload: PNG decoding
+  libopencv-imgproc-dev         # dataload: antialiased resize (OpenCV imgproc and core only)
   util-linux                    # taskset, ionice (tests)
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
