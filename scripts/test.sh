@@ -35,11 +35,13 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # hwloc's PCI plugin (through libpciaccess) leaks about 1 KB per process
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU
   # discovery on real hardware, which this run does not exercise.
-  # The sanitized library starts the optimised build's policy host (a
-  # separate, unsanitized process: sanitizer runtimes do not survive its
-  # seccomp filter), so embedded policy hosting runs under ASan too.
+  # The sanitized library starts the optimised build's policy host and
+  # data-loading helper (separate, unsanitized processes: sanitizer
+  # runtimes do not survive their seccomp filters), so embedded policy
+  # hosting and data loading run under ASan too.
   (cd build-asan && HWLOC_COMPONENTS=-pci UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
      MLOS_POLICY_HOST="$PWD/../build/bin/mlos-policyhost" MLOS_POLICY_DIR="$PWD/../build/policies" \
+     MLOS_DATALOAD_HELPER="$PWD/../build/bin/mlos-dataload" \
      ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint)\.')
   # mlosd, its clients and the CLI under ASan/UBSan, through the daemon
   # end-to-end tests (TSan: bash scripts/sanitize_daemon.sh thread).

@@ -29,6 +29,7 @@
 #include "locked_memory.h"
 #include "memory_callbacks.h"
 #include "policy_binding.h"
+#include "dataload_binding.h"
 #include "tmm_binding.h"
 
 namespace nb = nanobind;
@@ -202,6 +203,7 @@ NB_MODULE(_core, m) {
   mlos_python::bind_checkpoint(m);
   mlos_python::bind_policies(m);
   mlos_python::bind_tmm(m);
+  mlos_python::bind_dataload(m);
 
   m.def("last_error_message", [] { return std::string(mlos_last_error_message()); });
   m.def("strerror", [](int code) { return std::string(mlos_strerror(code)); });

@@ -1,6 +1,7 @@
 #include "dataload/resize.h"
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <new>
 
@@ -44,7 +45,19 @@ bool rect_inside(const RectD& r, ImageView src) {
 
 int resize_context_margin(double factor) { return kernel_radius(prefilter_sigma(factor)) + 1; }
 
-void use_single_threaded_resize() { cv::setNumThreads(1); }
+void use_single_threaded_resize() {
+  cv::setNumThreads(1);
+  // OpenCV sets itself up on first use (it counts the CPUs with
+  // sched_getaffinity, sizes its pool): run every path once now, so that
+  // none of that happens later under a system-call filter.
+  std::vector<uint8_t> pixels(64 * 64 * kRgbChannels, 128), out(16 * 16 * kRgbChannels);
+  const ImageView src{pixels.data(), 64, 64, 64 * kRgbChannels};
+  const MutableImageView dst{out.data(), 16, 16, 16 * kRgbChannels};
+  DecodeScratch scratch;
+  for (const RectD rect : {RectD{0, 0, 64, 64}, RectD{0.5, 0.25, 40.5, 50.75}, RectD{2, 2, 8, 8}}) {
+    (void)resize_rgb(src, rect, dst, ResizeOptions{}, scratch);
+  }
+}
 
 Status resize_rgb(ImageView src, const RectD& src_rect, MutableImageView dst, const ResizeOptions& options,
                   DecodeScratch& scratch) {

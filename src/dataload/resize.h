@@ -68,7 +68,9 @@ int resize_context_margin(double factor);
 
 // OpenCV parallelises one resize over its own thread pool; a data loader
 // already runs one sample per worker thread, where that pool only
-// oversubscribes the CPUs. Call once at start-up (process-wide setting).
+// oversubscribes the CPUs. Call once at start-up (process-wide setting),
+// before any filter forbids system calls: it also runs each resize path
+// once, so that OpenCV's lazy set-up happens now.
 void use_single_threaded_resize();
 
 }  // namespace mlos::dataload

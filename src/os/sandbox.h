@@ -89,15 +89,24 @@ struct SandboxReport {
 Result<SandboxReport> enter_sandbox(const SandboxLimits& limits, const std::vector<int>& keep,
                                     std::optional<std::pair<uid_t, gid_t>> run_as = std::nullopt);
 
+// What a confined process may still do once locked down.
+enum class SyscallProfile {
+  kPolicyHost,  // its socket, clocks, threads started earlier, memory
+  // The data-loading helper: the policy host's calls plus opening files
+  // read-only (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND refused),
+  // reading them (pread, lseek, fstat) and read-ahead advice.
+  kDataLoader,
+};
+
 // Step 2. Installs a seccomp filter on every thread of the process (TSYNC)
 // that kills the whole process (SIGSYS) on any system call outside
-// sandbox_allowed_syscalls(). New processes and new threads are forbidden
+// sandbox_allowed_syscalls(profile). New processes and new threads are forbidden
 // (clone, clone3, fork, vfork are not allowed): start threads before this.
 // mmap and mprotect are allowed only without PROT_EXEC: no new code after
 // the plug-in is loaded. Irreversible.
-Status lock_down_syscalls();
+Status lock_down_syscalls(SyscallProfile profile = SyscallProfile::kPolicyHost);
 
 // The names of the allowed system calls, in table order.
-std::vector<std::string> sandbox_allowed_syscalls();
+std::vector<std::string> sandbox_allowed_syscalls(SyscallProfile profile = SyscallProfile::kPolicyHost);
 
 }  // namespace mlos::os

@@ -7,7 +7,11 @@
 // threads: filtering clone's flags differs by architecture, and clone3's
 // flags live in memory a filter cannot read).
 #include <seccomp.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+
+#include <iterator>
+#include <vector>
 
 #include <cerrno>
 #include <memory>
@@ -20,6 +24,7 @@ namespace {
 struct AllowedCall {
   const char* name;
   bool without_exec = false;  // allowed only when PROT_EXEC (argument 2) is clear
+  bool read_only = false;     // openat: only when no write or create flag (argument 2) is set
 };
 
 // clang-format off
@@ -48,30 +53,43 @@ constexpr AllowedCall kAllowed[] = {
     // Leaving: a thread, the process.
     {"exit"}, {"exit_group"},
 };
+
+// The data-loading helper's additions: reading the job's files (images,
+// shards) that it opens as it goes, never writing or creating one.
+constexpr AllowedCall kLoaderExtra[] = {
+    {"openat", false, true}, {"pread64"}, {"lseek"}, {"fstat"}, {"newfstatat"}, {"statx"}, {"fadvise64"},
+};
 // clang-format on
+
+std::vector<AllowedCall> allowed_calls(SyscallProfile profile) {
+  std::vector<AllowedCall> calls(std::begin(kAllowed), std::end(kAllowed));
+  if (profile == SyscallProfile::kDataLoader) calls.insert(calls.end(), std::begin(kLoaderExtra), std::end(kLoaderExtra));
+  return calls;
+}
 
 }  // namespace
 
-std::vector<std::string> sandbox_allowed_syscalls() {
+std::vector<std::string> sandbox_allowed_syscalls(SyscallProfile profile) {
   std::vector<std::string> names;
-  for (const AllowedCall& c : kAllowed) names.emplace_back(c.name);
+  for (const AllowedCall& c : allowed_calls(profile)) names.emplace_back(c.name);
   return names;
 }
 
-Status lock_down_syscalls() {
+Status lock_down_syscalls(SyscallProfile profile) {
   std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_KILL_PROCESS), seccomp_release);
   if (!ctx) return make_error(MLOS_ERR_SYSTEM, "seccomp_init failed");
   // Every thread gets the filter (and no-new-privileges), not only the caller.
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
     return make_sys_error(-rc, "seccomp: thread synchronisation (TSYNC)", MLOS_ERR_UNSUPPORTED);
   }
-  for (const AllowedCall& c : kAllowed) {
+  constexpr uint64_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+  for (const AllowedCall& c : allowed_calls(profile)) {
     int nr = seccomp_syscall_resolve_name(c.name);
     if (nr == __NR_SCMP_ERROR)
       return make_error(MLOS_ERR_UNSUPPORTED, std::string("seccomp: unknown system call ") + c.name);
-    int rc = c.without_exec
-                 ? seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0))
-                 : seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);
+    int rc = c.without_exec ? seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0))
+             : c.read_only  ? seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0))
+                            : seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);
     if (rc != 0) return make_sys_error(-rc, std::string("seccomp: allowing ") + c.name);
   }
   // All or nothing: a failed load installs no filter.

@@ -8,9 +8,14 @@
 #error "MLOS_DEFAULT_POLICY_HOST must be defined by the build"
 #endif
 
+#ifndef MLOS_DEFAULT_DATALOAD_HELPER
+#error "MLOS_DEFAULT_DATALOAD_HELPER must be defined by the build"
+#endif
+
 namespace mlos::policy {
 
 std::string installed_policy_dir() { return MLOS_DEFAULT_POLICY_DIR; }
 std::string installed_policy_host() { return MLOS_DEFAULT_POLICY_HOST; }
+std::string installed_dataload_helper() { return MLOS_DEFAULT_DATALOAD_HELPER; }
 
 }  // namespace mlos::policy

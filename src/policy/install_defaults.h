@@ -1,5 +1,6 @@
-// Where an installed mlOS keeps its policy modules and their host: the one
-// definition mlosd's config defaults and the CLI both read.
+// Where an installed mlOS keeps its policy modules, their host and the
+// data-loading helper: the one definition mlosd's config defaults, the CLI
+// and libmlos read.
 #pragma once
 
 #include <string>
@@ -10,5 +11,7 @@ namespace mlos::policy {
 std::string installed_policy_dir();
 // ${CMAKE_INSTALL_FULL_LIBEXECDIR}/mlos/mlos-policyhost
 std::string installed_policy_host();
+// ${CMAKE_INSTALL_FULL_LIBEXECDIR}/mlos/mlos-dataload
+std::string installed_dataload_helper();
 
 }  // namespace mlos::policy

@@ -3,6 +3,7 @@
  * conventions: designated initializers, error codes and names, versioned
  * structs, NULL/double-release safety. */
 #include <mlos/collectives.h>
+#include <mlos/dataload.h>
 #include <mlos/log.h>
 #include <mlos/tmm.h>
 #include <mlos/training.h>
@@ -164,6 +165,17 @@ int main(void) {
     EXPECT(mlos_tmm_get_stats(pool, &st) == MLOS_OK && st.acquires == 1 && st.bytes_cached == 4096);
     EXPECT(mlos_tmm_pool_destroy(pool) == MLOS_OK);
     EXPECT(mlos_tmm_pool_destroy(pool) == MLOS_ERR_INVALID_HANDLE);
+  }
+
+  { /* The data loader's header from C: refusals need no helper. */
+    mlos_dataload_options_t dl = {.struct_size = sizeof dl, .source = "/nonexistent", .batch_size = 0,
+                                  .image_size = 224, .transform = MLOS_DATALOAD_TRAIN,
+                                  .layout = MLOS_DATALOAD_F32_CHW};
+    mlos_dataload_t* loader = NULL;
+    mlos_dataload_batch_t batch = {0};
+    EXPECT(mlos_dataload_start(NULL, &dl, &loader) == MLOS_ERR_INVALID_ARGUMENT && loader == NULL);
+    EXPECT(mlos_dataload_next(NULL, &batch, 0) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(MLOS_DATALOAD_END > 0);
   }
 
   printf("c api: %d passed, %d failed\n", passes, failures);

@@ -1,6 +1,12 @@
 """MLOSDataLoader: torch's DataLoader whose worker processes run on the CPUs
 of the allocation's NUMA node and whose batch fetches are marked
-DATA_LOADING (the time the training loop waits for data)."""
+DATA_LOADING (the time the training loop waits for data).
+
+Use it for any Dataset. For image classification data (an ImageFolder
+tree, WebDataset tar shards, a file list) with the standard train or val
+transform, mlos_training.data.ImageLoader does the decoding in a native
+helper process instead of Python workers, and hands batches over without a
+copy (docs/dataload.md)."""
 import os
 
 import torch.utils.data

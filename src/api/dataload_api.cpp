@@ -1,0 +1,230 @@
+// The C API of the data loader (include/mlos/dataload.h): argument checks,
+// the slots (a tensor pool of the job), the helper's client.
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/api_guard.h"
+#include "api/handle_table.h"
+#include "dataload/batch_layout.h"
+#include "dataload/loader_client.h"
+#include "engine/helper_binary.h"
+#include "mlos/dataload.h"
+#include "mlos/tmm.h"
+#include "os/process_self.h"
+#include "policy/install_defaults.h"
+#include "tmm/size_classes.h"
+
+namespace mlos::api {
+namespace {
+
+constexpr uint32_t kKnownFlags =
+    MLOS_DATALOAD_NO_SHUFFLE | MLOS_DATALOAD_DROP_LAST | MLOS_DATALOAD_STRICT | MLOS_DATALOAD_IN_ORDER;
+constexpr uint32_t kMaxWorkers = 256, kMaxSlots = 64;
+constexpr size_t kMaxSource = 4096;
+constexpr int kStartTimeoutMs = 120000;  // opening a large ImageFolder lists every file
+
+// One loader: the helper's client first (destroyed first: the helper stops
+// before its slots go), then the slots and their pool.
+struct LoaderEntry {
+  mlos_tmm_pool_t* pool = nullptr;
+  std::vector<mlos_tmm_buffer_t> slots;
+  std::unique_ptr<dataload::LoaderClient> client;
+  dataload::BatchLayout layout;
+  pid_t creator = 0;
+
+  ~LoaderEntry() {
+    client.reset();
+    for (const auto& s : slots) mlos_tmm_release(pool, s.data);
+    if (pool) mlos_tmm_pool_destroy(pool);
+  }
+};
+
+HandleTable<LoaderEntry, mlos_dataload_t, 0x646c /* "dl" */>& loaders() {
+  static auto* table = new HandleTable<LoaderEntry, mlos_dataload_t, 0x646c>();
+  return *table;
+}
+
+int fail(const Error& e) { return record_error(e); }
+
+template <class F>
+int on_loader(mlos_dataload_t* handle, F&& body) {
+  return guarded([&]() -> int {
+    auto entry = loaders().find(handle);
+    if (!entry) return fail(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, stopped or unknown loader handle"));
+    if (entry->creator != os::self_pid()) {
+      return fail(make_error(MLOS_ERR_INVALID_HANDLE, "the loader belongs to process " + std::to_string(entry->creator)));
+    }
+    return body(*entry);
+  });
+}
+
+Status check_options(const mlos_dataload_options_t& o) {
+  if (!o.source || !*o.source) return make_error(MLOS_ERR_INVALID_ARGUMENT, "source must name a dataset");
+  if (strnlen(o.source, kMaxSource + 1) > kMaxSource) return make_error(MLOS_ERR_INVALID_ARGUMENT, "source over 4096 bytes");
+  if (o.flags & ~kKnownFlags) return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown flags");
+  if (o.transform > MLOS_DATALOAD_VAL) return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown transform");
+  const uint32_t world = o.world_size ? o.world_size : 1;
+  if (o.rank >= world) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "rank " + std::to_string(o.rank) + " is not below world_size " +
+                                                     std::to_string(world));
+  }
+  if (o.workers > kMaxWorkers) return make_error(MLOS_ERR_INVALID_ARGUMENT, "workers over 256");
+  if (o.prefetch > kMaxSlots) return make_error(MLOS_ERR_INVALID_ARGUMENT, "prefetch over 64 batches");
+  return Status::Ok();
+}
+
+std::vector<int> process_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+}  // namespace
+}  // namespace mlos::api
+
+using namespace mlos;       // NOLINT(google-build-using-namespace)
+using namespace mlos::api;  // NOLINT(google-build-using-namespace)
+
+extern "C" {
+
+int mlos_dataload_start(mlos_training_resources_t* resources, const mlos_dataload_options_t* options,
+                        mlos_dataload_t** loader) {
+  return guarded([&]() -> int {
+    if (!options || !loader) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "options and loader must not be NULL"));
+    if (options->struct_size < sizeof(mlos_dataload_options_t)) {
+      return fail(make_error(MLOS_ERR_VERSION_MISMATCH, "options.struct_size is smaller than the first version"));
+    }
+    const mlos_dataload_options_t o = *options;
+    std::shared_ptr<Job> job;
+    if (resources && !(job = find_job(resources))) return mlos_last_error();
+    if (Status s = check_options(o); !s) return fail(s.error());
+    auto layout = dataload::batch_layout(o.batch_size, o.image_size, o.layout);
+    if (!layout) return fail(layout.error());
+    auto helper = find_helper_binary("mlos-dataload", "MLOS_DATALOAD_HELPER", policy::installed_dataload_helper());
+    if (!helper) return fail(helper.error());
+
+    const std::vector<int> cpus = job ? job->placement().cpus : process_cpus();
+    const uint32_t workers = o.workers ? o.workers : static_cast<uint32_t>(std::max<size_t>(1, cpus.size()));
+    const uint32_t slots = o.prefetch ? o.prefetch : std::clamp(2 * workers, 2u, 16u);
+
+    auto entry = std::make_shared<LoaderEntry>();
+    entry->creator = os::self_pid();
+    entry->layout = *layout;
+    mlos_tmm_pool_options_t po{};
+    po.struct_size = sizeof po;
+    // Each slot is a pool buffer of its size class, placed at its class's
+    // alignment: room for exactly `slots` of them.
+    const int cls = tmm::size_class(layout->slot_bytes);
+    const uint64_t align = tmm::class_alignment(cls);
+    po.capacity_bytes = (tmm::class_bytes(cls) + align - 1) / align * align * slots;
+    po.numa_node = MLOS_TMM_NODE_AUTO;
+    po.name = "dataload";
+    if (int rc = mlos_tmm_pool_create(resources, &po, &entry->pool); rc != MLOS_OK) return rc;
+    dataload::LoaderSlots loader_slots;
+    for (uint32_t i = 0; i < slots; ++i) {
+      mlos_tmm_buffer_t b{};
+      if (int rc = mlos_tmm_acquire(entry->pool, layout->slot_bytes, &b); rc != MLOS_OK) return rc;
+      entry->slots.push_back(b);
+      loader_slots.addresses.push_back(static_cast<char*>(b.data));
+      loader_slots.offsets.push_back(b.offset);
+    }
+    if (int rc = mlos_tmm_pool_fd(entry->pool, &loader_slots.arena_fd); rc != MLOS_OK) return rc;
+
+    dataload::StartRequest request;
+    request.source = o.source;
+    request.batch_size = o.batch_size;
+    request.image_size = o.image_size;
+    request.transform = o.transform;
+    request.layout = o.layout;
+    request.seed = o.seed;
+    request.rank = o.rank;
+    request.world_size = o.world_size ? o.world_size : 1;
+    request.flags = o.flags;
+    request.workers = workers;
+    request.cpus = cpus;
+    auto client = dataload::LoaderClient::start(*helper, std::move(request), std::move(loader_slots), *layout,
+                                                kStartTimeoutMs);
+    if (!client) return fail(client.error());
+    entry->client = std::move(*client);
+    *loader = loaders().add(std::move(entry));
+    return MLOS_OK;
+  });
+}
+
+int mlos_dataload_get_info(mlos_dataload_t* loader, mlos_dataload_info_t* info) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    if (!info) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "info must not be NULL"));
+    const dataload::Started& s = e.client->started();
+    mlos_dataload_info_t out{};
+    out.struct_size = sizeof out;
+    out.classes = s.classes;
+    out.samples = s.samples;
+    out.samples_per_epoch = s.samples_per_epoch;
+    out.batches_per_epoch = s.batches_per_epoch;
+    out.sample_bytes = e.layout.sample_bytes;
+    out.workers = s.workers;
+    out.slots = static_cast<uint32_t>(e.slots.size());
+    out.helper_pid = e.client->pid();
+    return fill_versioned(info, out, sizeof(mlos_dataload_info_t));
+  });
+}
+
+int mlos_dataload_start_epoch(mlos_dataload_t* loader, uint64_t epoch) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    if (Status s = e.client->start_epoch(epoch); !s) return fail(s.error());
+    return MLOS_OK;
+  });
+}
+
+int mlos_dataload_next(mlos_dataload_t* loader, mlos_dataload_batch_t* batch, int64_t timeout_ms) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    if (!batch) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "batch must not be NULL"));
+    auto next = e.client->next(timeout_ms);
+    if (!next) return fail(next.error());
+    if (!next->has_value()) return MLOS_DATALOAD_END;
+    const dataload::LoadedBatch& b = **next;
+    *batch = mlos_dataload_batch_t{b.images, b.labels, b.count, b.skipped, b.index, b.epoch, b.slot, 0};
+    return MLOS_OK;
+  });
+}
+
+int mlos_dataload_release_batch(mlos_dataload_t* loader, uint32_t slot) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    if (Status s = e.client->release(slot); !s) return fail(s.error());
+    return MLOS_OK;
+  });
+}
+
+int mlos_dataload_get_errors(mlos_dataload_t* loader, char* buf, size_t len, size_t* needed) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    if (!needed || (!buf && len > 0)) {
+      return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed must not be NULL; buf may be NULL only with len 0"));
+    }
+    const std::string text = e.client->errors();
+    *needed = text.size() + 1;
+    if (len < text.size() + 1) {
+      return fail(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "errors need " + std::to_string(text.size() + 1) + " bytes"));
+    }
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    return MLOS_OK;
+  });
+}
+
+int mlos_dataload_stop(mlos_dataload_t* loader) {
+  return on_loader(loader, [&](LoaderEntry&) -> int {
+    loaders().take(loader);  // the entry (helper, slots, pool) goes with the last reference
+    return MLOS_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,336 @@
+// The data loader (include/mlos/dataload.h) end to end: a real helper
+// process decoding a small ImageFolder into the trainer's pool. Checked
+// from outside: the helper's /proc status (seccomp, CPUs, user), the
+// batches' addresses in the pool's mapping, every sample once per epoch,
+// bad files reported by path, the helper's death seen as PEER_LOST.
+#include <gtest/gtest.h>
+#include <mlos/dataload.h>
+#include <mlos/training.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "integration/proc_observer.h"
+#include "integration/temp_dir.h"
+
+using namespace mlos_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kImages = fs::path(MLOS_FIXTURES_DIR) / "images";
+
+// class_a: 5 JPEGs, class_b: 4 JPEGs, class_c: 3 PNGs (12 samples).
+void make_folder(const fs::path& root) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> classes = {
+      {"class_a", {"jpeg_420.jpg", "jpeg_422.jpg", "jpeg_444.jpg", "photo_420.jpg", "jpeg_progressive.jpg"}},
+      {"class_b", {"jpeg_gray.jpg", "jpeg_cmyk.jpg", "photo_420.jpg", "jpeg_420.jpg"}},
+      {"class_c", {"png_rgb.png", "png_rgba.png", "png_palette.png"}}};
+  for (const auto& [cls, files] : classes) {
+    fs::create_directories(root / cls);
+    int i = 0;
+    for (const auto& f : files) fs::copy_file(kImages / f, root / cls / (std::to_string(i++) + "_" + f));
+  }
+}
+
+mlos_dataload_options_t options(const std::string& source, uint32_t batch = 4) {
+  mlos_dataload_options_t o{};
+  o.struct_size = sizeof o;
+  o.source = source.c_str();
+  o.batch_size = batch;
+  o.image_size = 32;
+  o.transform = MLOS_DATALOAD_TRAIN;
+  o.layout = MLOS_DATALOAD_U8_HWC;
+  o.seed = 7;
+  o.workers = 2;
+  return o;
+}
+
+struct Loader {
+  mlos_dataload_t* handle = nullptr;
+  explicit Loader(const mlos_dataload_options_t& o, mlos_training_resources_t* job = nullptr) {
+    EXPECT_EQ(mlos_dataload_start(job, &o, &handle), MLOS_OK) << mlos_last_error_message();
+  }
+  ~Loader() {
+    if (handle) mlos_dataload_stop(handle);
+  }
+  mlos_dataload_info_t info() {
+    mlos_dataload_info_t i{};
+    i.struct_size = sizeof i;
+    EXPECT_EQ(mlos_dataload_get_info(handle, &i), MLOS_OK) << mlos_last_error_message();
+    return i;
+  }
+  std::string errors() {
+    char buf[8192];
+    size_t needed = 0;
+    EXPECT_EQ(mlos_dataload_get_errors(handle, buf, sizeof buf, &needed), MLOS_OK);
+    return buf;
+  }
+};
+
+struct EpochResult {
+  std::multiset<int64_t> labels;
+  std::map<uint64_t, std::string> bytes_by_batch;  // batch index -> its images
+  uint64_t batches = 0, skipped = 0;
+};
+
+// Runs one epoch, releasing each batch after copying what it holds.
+EpochResult run_epoch(Loader& l, uint64_t epoch, size_t sample_bytes) {
+  EpochResult r;
+  EXPECT_EQ(mlos_dataload_start_epoch(l.handle, epoch), MLOS_OK) << mlos_last_error_message();
+  for (;;) {
+    mlos_dataload_batch_t b{};
+    const int rc = mlos_dataload_next(l.handle, &b, 60000);
+    if (rc == MLOS_DATALOAD_END) break;
+    EXPECT_EQ(rc, MLOS_OK) << mlos_last_error_message();
+    if (rc != MLOS_OK) break;
+    EXPECT_EQ(b.epoch, epoch);
+    for (uint32_t i = 0; i < b.count; ++i) r.labels.insert(b.labels[i]);
+    r.bytes_by_batch[b.index] = std::string(static_cast<const char*>(b.images), b.count * sample_bytes);
+    r.skipped += b.skipped;
+    ++r.batches;
+    EXPECT_EQ(mlos_dataload_release_batch(l.handle, b.slot), MLOS_OK);
+  }
+  return r;
+}
+
+const std::multiset<int64_t> kAllLabels = {0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2};
+
+}  // namespace
+
+TEST(DataLoad, AnEpochDeliversEverySampleOnceAndIsDeterministic) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  Loader l(options(dir.path()));
+  ASSERT_NE(l.handle, nullptr);
+  const mlos_dataload_info_t info = l.info();
+  EXPECT_EQ(info.samples, 12u);
+  EXPECT_EQ(info.samples_per_epoch, 12u);
+  EXPECT_EQ(info.batches_per_epoch, 3u);
+  EXPECT_EQ(info.classes, 3u);
+  EXPECT_EQ(info.sample_bytes, 32u * 32 * 3);
+  const EpochResult e0 = run_epoch(l, 0, info.sample_bytes);
+  EXPECT_EQ(e0.labels, kAllLabels);
+  EXPECT_EQ(e0.batches, 3u);
+  EXPECT_EQ(l.errors(), "");
+  // The same epoch again gives the same batches (contents are a function
+  // of seed, epoch and batch index, whatever thread decoded what).
+  const EpochResult again = run_epoch(l, 0, info.sample_bytes);
+  EXPECT_EQ(again.bytes_by_batch, e0.bytes_by_batch);
+  // Another epoch shuffles differently.
+  const EpochResult e1 = run_epoch(l, 1, info.sample_bytes);
+  EXPECT_EQ(e1.labels, kAllLabels);
+  EXPECT_NE(e1.bytes_by_batch, e0.bytes_by_batch);
+  // A second loader with the same seed agrees.
+  Loader twin(options(dir.path()));
+  EXPECT_EQ(run_epoch(twin, 1, info.sample_bytes).bytes_by_batch, e1.bytes_by_batch);
+}
+
+TEST(DataLoad, BatchesLieInThePoolMappingAndTheHelperIsConfined) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  Loader l(options(dir.path()));
+  ASSERT_NE(l.handle, nullptr);
+  const pid_t helper = l.info().helper_pid;
+  const std::string status = read_text("/proc/" + std::to_string(helper) + "/status");
+  EXPECT_EQ(status_field(status, "Seccomp"), "2");  // filtered
+  EXPECT_EQ(status_field(status, "NoNewPrivs"), "1");
+  EXPECT_EQ(status_field(status, "Uid").substr(0, status_field(status, "Uid").find('\t')), std::to_string(getuid()));
+  ASSERT_EQ(mlos_dataload_start_epoch(l.handle, 0), MLOS_OK);
+  mlos_dataload_batch_t b{};
+  ASSERT_EQ(mlos_dataload_next(l.handle, &b, 60000), MLOS_OK) << mlos_last_error_message();
+  // The batch is in the trainer's memfd arena, which the helper maps too.
+  bool in_pool = false;
+  std::istringstream maps(read_text("/proc/self/maps"));
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:mlos-tmm:dataload") == std::string::npos) continue;
+    const uintptr_t start = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    const uintptr_t end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    const auto at = reinterpret_cast<uintptr_t>(b.images);
+    in_pool = in_pool || (at >= start && at < end);
+  }
+  EXPECT_TRUE(in_pool);
+  EXPECT_NE(read_text("/proc/" + std::to_string(helper) + "/maps").find("memfd:mlos-tmm:dataload"), std::string::npos);
+  EXPECT_EQ(mlos_dataload_release_batch(l.handle, b.slot), MLOS_OK);
+  EXPECT_EQ(mlos_dataload_release_batch(l.handle, b.slot), MLOS_ERR_INVALID_ARGUMENT);  // twice
+}
+
+TEST(DataLoad, TheHelperRunsOnTheJobsCpus) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 0, .numa_node_preference = -1,
+                                          .priority = 0, .exclusive_cpus = false};
+  mlos_training_resources_t* job = nullptr;
+  ASSERT_EQ(mlos_training_request_resources(&req, &job), MLOS_OK) << mlos_last_error_message();
+  int cpu = -1;
+  size_t n = 0;
+  ASSERT_EQ(mlos_training_get_cpus(job, &cpu, 1, &n), MLOS_OK);
+  {
+    Loader l(options(dir.path()), job);
+    ASSERT_NE(l.handle, nullptr);
+    const std::string status = read_text("/proc/" + std::to_string(l.info().helper_pid) + "/status");
+    EXPECT_EQ(status_field(status, "Cpus_allowed_list"), std::to_string(cpu));
+  }
+  EXPECT_EQ(mlos_training_release_resources(job), MLOS_OK);
+}
+
+TEST(DataLoad, BadFilesAreSkippedAndReportedByPath) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  { std::ofstream(fs::path(dir.path()) / "class_b" / "zz_not_an_image.jpg") << "hello, not a JPEG"; }
+  {
+    std::ifstream in(kImages / "photo_420.jpg", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(fs::path(dir.path()) / "class_c" / "zz_truncated.jpg", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  }
+  Loader l(options(dir.path()));
+  ASSERT_NE(l.handle, nullptr);
+  EXPECT_EQ(l.info().samples, 14u);
+  const EpochResult r = run_epoch(l, 0, l.info().sample_bytes);
+  EXPECT_EQ(r.labels, kAllLabels);  // the 12 good ones, once
+  EXPECT_EQ(r.skipped, 2u);
+  const std::string errors = l.errors();
+  EXPECT_NE(errors.find("zz_not_an_image.jpg"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("zz_truncated.jpg"), std::string::npos) << errors;
+
+  // A file deleted mid-run is one more bad sample, not a crash.
+  fs::remove(fs::path(dir.path()) / "class_a" / "0_jpeg_420.jpg");
+  const EpochResult after = run_epoch(l, 1, l.info().sample_bytes);
+  EXPECT_EQ(after.skipped, 3u);
+  EXPECT_EQ(after.labels.size(), 11u);
+  EXPECT_NE(l.errors().find("0_jpeg_420.jpg"), std::string::npos);
+}
+
+TEST(DataLoad, StrictModeFailsTheEpochOnABadSample) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  { std::ofstream(fs::path(dir.path()) / "class_a" / "broken.jpg") << "garbage"; }
+  auto o = options(dir.path());
+  o.flags = MLOS_DATALOAD_STRICT;
+  Loader l(o);
+  ASSERT_NE(l.handle, nullptr);
+  ASSERT_EQ(mlos_dataload_start_epoch(l.handle, 0), MLOS_OK);
+  int rc = MLOS_OK;
+  mlos_dataload_batch_t b{};
+  while ((rc = mlos_dataload_next(l.handle, &b, 60000)) == MLOS_OK) mlos_dataload_release_batch(l.handle, b.slot);
+  EXPECT_EQ(rc, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mlos_last_error_message()).find("broken.jpg"), std::string::npos);
+  fs::remove(fs::path(dir.path()) / "class_a" / "broken.jpg");
+}
+
+TEST(DataLoad, RanksShareAnEpochLikeDistributedSampler) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  std::multiset<int64_t> all;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    auto o = options(dir.path());
+    o.rank = rank;
+    o.world_size = 2;
+    Loader l(o);
+    ASSERT_NE(l.handle, nullptr);
+    EXPECT_EQ(l.info().samples_per_epoch, 6u);
+    EXPECT_EQ(l.info().batches_per_epoch, 2u);
+    for (int64_t label : run_epoch(l, 3, l.info().sample_bytes).labels) all.insert(label);
+  }
+  EXPECT_EQ(all, kAllLabels);  // disjoint and complete (12 divides evenly)
+}
+
+TEST(DataLoad, DropLastAndAFullRingWaitRatherThanLose) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  auto o = options(dir.path(), 5);
+  o.flags = MLOS_DATALOAD_DROP_LAST;
+  o.prefetch = 2;
+  Loader l(o);
+  ASSERT_NE(l.handle, nullptr);
+  EXPECT_EQ(l.info().batches_per_epoch, 2u);  // 12 = 5 + 5 (+ 2 dropped)
+  ASSERT_EQ(mlos_dataload_start_epoch(l.handle, 0), MLOS_OK);
+  mlos_dataload_batch_t a{}, b{}, c{};
+  ASSERT_EQ(mlos_dataload_next(l.handle, &a, 60000), MLOS_OK);
+  ASSERT_EQ(mlos_dataload_next(l.handle, &b, 60000), MLOS_OK);
+  EXPECT_EQ(a.count + b.count, 10u);
+  EXPECT_EQ(mlos_dataload_next(l.handle, &c, 60000), MLOS_DATALOAD_END);  // both slots held, but it is over
+
+  // Mid-epoch with every slot held: nothing could ever come, so BUSY at
+  // once rather than a wait without end.
+  ASSERT_EQ(mlos_dataload_start_epoch(l.handle, 1), MLOS_OK);
+  EXPECT_EQ(mlos_dataload_release_batch(l.handle, a.slot), MLOS_OK);
+  ASSERT_EQ(mlos_dataload_next(l.handle, &a, 60000), MLOS_OK);
+  EXPECT_EQ(mlos_dataload_next(l.handle, &c, 60000), MLOS_ERR_BUSY);
+  EXPECT_EQ(mlos_dataload_release_batch(l.handle, b.slot), MLOS_OK);
+  EXPECT_EQ(mlos_dataload_next(l.handle, &c, 60000), MLOS_OK) << mlos_last_error_message();
+}
+
+TEST(DataLoad, TheHelpersDeathIsPeerLost) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  Loader l(options(dir.path()));
+  ASSERT_NE(l.handle, nullptr);
+  ASSERT_EQ(kill(l.info().helper_pid, SIGKILL), 0);
+  mlos_dataload_batch_t b{};
+  int rc = mlos_dataload_start_epoch(l.handle, 0);
+  if (rc == MLOS_OK) rc = mlos_dataload_next(l.handle, &b, 60000);
+  EXPECT_EQ(rc, MLOS_ERR_PEER_LOST);
+  EXPECT_NE(std::string(mlos_last_error_message()).find("killed by SIGKILL"), std::string::npos)
+      << mlos_last_error_message();
+  EXPECT_EQ(mlos_dataload_next(l.handle, &b, 0), MLOS_ERR_PEER_LOST);  // stays lost
+}
+
+TEST(DataLoad, BadOptionsAreRefused) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  mlos_dataload_t* l = nullptr;
+  auto o = options(dir.path());
+  EXPECT_EQ(mlos_dataload_start(nullptr, nullptr, &l), MLOS_ERR_INVALID_ARGUMENT);
+  auto bad = o;
+  bad.batch_size = 0;
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_INVALID_ARGUMENT);
+  bad = o;
+  bad.image_size = 4;
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_INVALID_ARGUMENT);
+  bad = o;
+  bad.rank = 2;
+  bad.world_size = 2;
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_INVALID_ARGUMENT);
+  bad = o;
+  bad.flags = 1u << 30;
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_INVALID_ARGUMENT);
+  bad = o;
+  bad.struct_size = 8;
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_VERSION_MISMATCH);
+  const std::string missing = dir.path() + "/nope";
+  bad = o;
+  bad.source = missing.c_str();
+  EXPECT_EQ(mlos_dataload_start(nullptr, &bad, &l), MLOS_ERR_NOT_FOUND) << mlos_last_error_message();
+  EXPECT_EQ(l, nullptr);
+  mlos_dataload_batch_t b{};
+  EXPECT_EQ(mlos_dataload_next(nullptr, &b, 0), MLOS_ERR_INVALID_HANDLE);
+  Loader ok(o);
+  ASSERT_NE(ok.handle, nullptr);
+  EXPECT_EQ(mlos_dataload_next(ok.handle, &b, 0), MLOS_ERR_INVALID_ARGUMENT);  // no epoch yet
+  EXPECT_EQ(mlos_dataload_release_batch(ok.handle, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_dataload_stop(ok.handle), MLOS_OK);
+  EXPECT_EQ(mlos_dataload_stop(ok.handle), MLOS_ERR_INVALID_HANDLE);
+  ok.handle = nullptr;
+}
+
+TEST(DataLoad, TheSlotsCountAgainstTheJobsMemory) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = 64 * 1024, .numa_node_preference = -1,
+                                          .priority = 0, .exclusive_cpus = false};
+  mlos_training_resources_t* job = nullptr;
+  ASSERT_EQ(mlos_training_request_resources(&req, &job), MLOS_OK) << mlos_last_error_message();
+  auto o = options(dir.path(), 64);
+  o.layout = MLOS_DATALOAD_F32_CHW;
+  mlos_dataload_t* l = nullptr;
+  EXPECT_EQ(mlos_dataload_start(job, &o, &l), MLOS_ERR_INSUFFICIENT_MEMORY);
+  EXPECT_EQ(mlos_training_release_resources(job), MLOS_OK);
+}
