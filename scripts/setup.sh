@@ -19,6 +19,8 @@ packages=(
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
   stress-ng                     # bench suite: the noisy neighbours (CPU-bound, memory-bandwidth-bound)
+  libavcodec59 libavformat59 libavfilter8 libavutil57 libswscale6 libswresample4 libavdevice59
+                                # bench/dataload: SPDL (pip) dlopens FFmpeg 5.1's shared libraries
   python3 python3-pip
 )
 
@@ -46,10 +48,13 @@ fi
 # showcase, versions pinned in examples/yolo_showcase/requirements.txt) live
 # in a virtual environment of their own, kept between runs: torch from PyPI
 # is large. One resolver run, so Ultralytics' torchvision matches torch.
+# The data-loading benchmark's baselines (scikit-image, webdataset, SPDL,
+# DALI; pinned in bench/dataload/requirements.txt) join the same run.
 # MLOS_VENV moves it.
 venv="${MLOS_VENV:-/opt/mlos/venv}"
-python_packages=(torch numpy pytest nanobind scikit-build-core -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
-if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null; then
+python_packages=(torch numpy pytest nanobind scikit-build-core -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt"
+                 -r "$(dirname "$0")/../bench/dataload/requirements.txt")
+if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, ultralytics, onnx, onnxruntime, onnxslim, skimage, webdataset, spdl.io, nvidia.dali' 2>/dev/null; then
   echo "setup: creating $venv with ${python_packages[*]}"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
