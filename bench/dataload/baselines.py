@@ -44,7 +44,9 @@ away, then --measure-batches are timed.
   measured batches (busy time from /proc/stat minus the tree's): 0 on a
   quiet machine. Above ~0.2 the run shared its CPUs; a DataLoader with 0
   workers (torch's 2 intra-op threads) then slows by up to 10x, because an
-  OpenMP team waits on a descheduled thread.
+  OpenMP team waits on a descheduled thread. So before each run the parent
+  waits (up to --quiet-wait s) for a 1-s window in which others kept under
+  0.15 CPUs busy, and records what it waited and saw.
 Timing is reported, never judged: this machine is shared."""
 import argparse
 import json
@@ -120,6 +122,20 @@ def busy_cpu_seconds(cpus):
                 user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in vals[:8])
                 total += user + nice + system + irq + softirq + steal
     return total / TICK
+
+
+def wait_for_quiet(cpus, max_wait, threshold=0.15, window=1.0):
+    """Waits up to max_wait seconds for a `window` in which other processes
+    kept less than `threshold` of the CPUs busy (the caller is idle).
+    Returns (seconds waited, others' busy CPUs in the last window)."""
+    t0 = time.monotonic()
+    while True:
+        b0 = busy_cpu_seconds(cpus)
+        time.sleep(window)
+        others = (busy_cpu_seconds(cpus) - b0) / window
+        waited = time.monotonic() - t0
+        if others < threshold or waited >= max_wait:
+            return round(waited, 1), round(others, 2)
 
 
 def _status_kb(pid, key):
@@ -349,6 +365,8 @@ def main():
     ap.add_argument("--measure-batches", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    ap.add_argument("--quiet-wait", type=float, default=30,
+                    help="before each run, wait up to this many seconds for the CPUs to be quiet (0: don't)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -367,7 +385,7 @@ def main():
     report = {"what": "ImageNet training transform at 224, float32 CHW batches; decode-only ceiling",
               "data": data, "dataset": json.loads(meta_path.read_text()) if meta_path.exists() else None,
               "cpus": cpus, "batch": a.batch, "reps": a.reps, "warmup_batches": a.warmup_batches,
-              "measure_batches": a.measure_batches, "versions": versions(), "unavailable": {}, "results": []}
+              "measure_batches": a.measure_batches, "quiet_wait_s": a.quiet_wait, "versions": versions(), "unavailable": {}, "results": []}
     if "mlos" in kinds:
         try:
             loaders.mlos_loader(data, cpus, a.batch)
@@ -382,7 +400,9 @@ def main():
         for i, cfg in enumerate(configs):
             if rep > 0 and runs[i] and all("error" in r for r in runs[i]):
                 continue  # failed once: the error is recorded, do not retry
+            waited, before = wait_for_quiet(cpus, a.quiet_wait) if a.quiet_wait > 0 else (0.0, None)
             r = run_one(cfg, a.timeout)
+            r["quiet_wait_s"], r["others_cpus_before"] = waited, before
             runs[i].append(r)
             msg = r.get("error") or (f"{r['images_per_s']:.1f} images/s, {r['cpu_s_per_image'] * 1000:.2f} CPU-ms/image, "
                                      f"others {r['others_cpus']:.2f} CPUs")

@@ -23,7 +23,9 @@ thread per CPU (torch's default for that affinity). SGD, momentum 0.9, lr
 0.01, fixed seed. --warmup-steps steps are not timed; then --steps are:
 samples/s = steps*batch / wall seconds; CPU-s/sample from /proc over the
 child's tree (as baselines.py); others_cpus: how busy other processes kept
-the CPUs meanwhile. Repetitions are interleaved; medians reported."""
+the CPUs meanwhile (before each run the parent waits up to --quiet-wait s
+for them to be quiet, as baselines.py does). Repetitions are interleaved;
+medians reported."""
 import argparse
 import json
 import os
@@ -133,6 +135,8 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--quiet-wait", type=float, default=30,
+                    help="before each run, wait up to this many seconds for the CPUs to be quiet (0: don't)")
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--json-into", help="put the report under key 'train_cnn' of this existing JSON file")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
@@ -146,6 +150,7 @@ def main():
         ap.error("--data is required for loaders other than synthetic")
     data = str(Path(a.data).resolve()) if a.data else None
     report = {"model": a.model, "width": a.width if a.model == "convnet" else None, "batch": a.batch,
+              "quiet_wait_s": a.quiet_wait,
               "steps": a.steps, "warmup_steps": a.warmup_steps, "reps": a.reps, "cpus": cpus, "data": data,
               "unavailable": {}, "results": []}
     if any(k == "mlos" for k, _ in specs):
@@ -161,7 +166,9 @@ def main():
                 continue
             cfg = {"kind": kind, "parallel": par, "data": data, "cpus": cpus, "batch": a.batch, "seed": a.seed,
                    "model": a.model, "width": a.width, "steps": a.steps, "warmup_steps": a.warmup_steps}
+            waited, before = baselines.wait_for_quiet(cpus, a.quiet_wait) if a.quiet_wait > 0 else (0.0, None)
             r = run_one(cfg, a.timeout)
+            r["quiet_wait_s"], r["others_cpus_before"] = waited, before
             runs[(kind, par)].append(r)
             msg = r.get("error") or (f"{r['samples_per_s']:.1f} samples/s, {r['cpu_s_per_sample'] * 1000:.2f} "
                                      f"CPU-ms/sample, others {r['others_cpus']:.2f} CPUs")
