@@ -12,10 +12,12 @@ A loader is KIND:N (N: DataLoader workers or threads, as in baselines.py),
 `synthetic`, or `mlos` (the hook; reported as not implemented until the
 mlOS loader exists). The model: `convnet` is a 5x5 stride-4 stem and three
 stride-2 3x3 conv+BN+ReLU layers, widths w..8w, global average pool, linear
-(w=8: ~0.1 GFLOP forward per image), chosen so that on 2 CPUs one step's
-compute costs less CPU than the DataLoader's decode+augment of its batch but
-not nothing; torchvision's resnet18 is ~60x the compute per image and
-compute-bound on 2 CPUs (its samples/s is printed by --model resnet18).
+(w=8: ~4.6 M multiply-adds forward per image, ~2 CPU-ms per sample for
+forward+backward+SGD on a quiet 2-CPU machine), chosen so that one step's
+compute costs less CPU than the DataLoader's decode+augment of its batch
+(~3-4 CPU-ms per image) but not nothing; torchvision's resnet18 (~1.8 G
+multiply-adds) trains at a few samples/s on 2 CPUs: compute-bound (try
+--model resnet18 --loaders synthetic).
 
 Each loader runs in a fresh child pinned to --cpus (os.sched_setaffinity,
 inherited by workers); torch in the training process uses one intra-op
