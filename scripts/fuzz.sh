@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DMLOS_FUZZ=ON -DMLOS_BUILD_BENCH=OFF \
   -DMLOS_SANITIZE=address,undefined >/dev/null
-for t in cpu_list claim_ledger proc_files frame request registry; do
+for t in cpu_list claim_ledger proc_files frame request registry tar_index; do
   cmake --build build-fuzz -j"$(nproc)" --target "fuzz_$t" >/dev/null
   # Crashing inputs land in build-fuzz/; copy them into the corpus once fixed.
   ./build-fuzz/bin/"fuzz_$t" -max_total_time="$seconds" -max_len=4096 -artifact_prefix=build-fuzz/ \

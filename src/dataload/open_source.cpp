@@ -9,14 +9,16 @@ namespace mlos::dataload {
 
 Result<std::unique_ptr<SampleSource>> open_source(const std::string& spec, const SourceOptions& options) {
   if (spec.empty()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "empty data source");
-  if (spec.find_first_of("{*?[") != std::string::npos) {
-    auto shards = expand_shard_pattern(spec);
-    if (!shards.ok()) return shards.error();
-    return open_tar_shards(*shards, options);
-  }
+  // An existing path is taken literally, so a directory named "imgs[v2]"
+  // is a folder, not a glob that would not match it.
   struct stat st {};
   if (::stat(spec.c_str(), &st) != 0) {
     const int err = errno;
+    if (spec.find_first_of("{*?[") != std::string::npos) {
+      auto shards = expand_shard_pattern(spec);
+      if (!shards.ok()) return shards.error();
+      return open_tar_shards(*shards, options);
+    }
     return make_sys_error(err, "data source " + spec + " cannot be found",
                           err == ENOENT || err == ENOTDIR ? MLOS_ERR_NOT_FOUND : MLOS_ERR_IO);
   }

@@ -100,11 +100,12 @@ Result<std::unique_ptr<SampleSource>> open_tar_shards(const std::vector<std::str
 // braces, a malformed range, or more than a million names.
 Result<std::vector<std::string>> expand_shard_pattern(const std::string& pattern);
 
-// One string to a source: an existing directory -> open_image_folder; a
-// spec holding '{', '*', '?' or '[' -> expand_shard_pattern then
-// open_tar_shards; an existing path ending in ".tar" -> open_tar_shards;
-// another existing regular file -> open_file_list. MLOS_ERR_NOT_FOUND when
-// the path does not exist.
+// One string to a source: an existing directory -> open_image_folder; an
+// existing path ending in ".tar" -> open_tar_shards; another existing
+// regular file -> open_file_list; a spec that names nothing but holds '{',
+// '*', '?' or '[' -> expand_shard_pattern then open_tar_shards (an
+// existing path is never read as a pattern). MLOS_ERR_NOT_FOUND when
+// nothing exists or matches.
 Result<std::unique_ptr<SampleSource>> open_source(const std::string& spec, const SourceOptions& options = {});
 
 }  // namespace mlos::dataload

@@ -37,6 +37,12 @@ TEST(OpenSource, PicksTheLayoutFromTheSpec) {
     EXPECT_EQ((*shards)->describe(1), tmp / "shards/s-1.tar:k.jpg");
     EXPECT_EQ((*shards)->label(1), 6);
   }
+  // An existing path with glob characters is itself, not a pattern.
+  write_file(tmp / "imgs[v2]/cls/a.jpg", "A");
+  auto literal = open_source(tmp / "imgs[v2]");
+  ASSERT_TRUE(literal.ok()) << literal.error().message;
+  EXPECT_EQ((*literal)->describe(0), tmp / "imgs[v2]/cls/a.jpg");
+
   auto single = open_source(tmp / "single.tar");
   ASSERT_TRUE(single.ok()) << single.error().message;
   EXPECT_EQ((*single)->size(), 1u);
