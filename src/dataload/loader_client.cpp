@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -10,6 +9,8 @@
 
 #include <cstring>
 #include <type_traits>
+
+#include "os/spawn_process.h"
 
 namespace mlos::dataload {
 
@@ -22,15 +23,6 @@ int64_t monotonic_ms() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-std::string how_it_ended(int status) {
-  if (WIFEXITED(status)) return "exited with " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return std::string("killed by SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str());
-  }
-  return "ended (status " + std::to_string(status) + ")";
 }
 
 // A descriptor above the ones the helper gets, so that dup2 onto 3 and 4
@@ -56,29 +48,12 @@ Result<std::unique_ptr<LoaderClient>> LoaderClient::start(const std::string& hel
   auto arena = above_helper_fds(slots.arena_fd);
   if (!arena) return arena.error();
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, theirs->get(), kHelperSocketFd);
-  posix_spawn_file_actions_adddup2(&actions, arena->get(), kHelperArenaFd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::string program = helper;
-  char* argv[] = {program.data(), nullptr};
-  char* envp[] = {nullptr};
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, helper.c_str(), &actions, &attr, argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return make_sys_error(rc, "cannot start the loader helper " + helper);
+  auto pid = os::spawn_process(helper, {helper}, {{theirs->get(), kHelperSocketFd}, {arena->get(), kHelperArenaFd}},
+                               "the loader helper");
+  if (!pid) return pid.error();
 
   request.slot_offsets = slots.offsets;
-  std::unique_ptr<LoaderClient> client(new LoaderClient(pid, std::move(ours), std::move(slots), layout));
+  std::unique_ptr<LoaderClient> client(new LoaderClient(*pid, std::move(ours), std::move(slots), layout));
   if (Status s = client->send(std::move(request)); !s) return s.error();
   const int64_t deadline = monotonic_ms() + start_timeout_ms;
   for (;;) {
@@ -118,7 +93,7 @@ Error LoaderClient::lost(const std::string& why) {
     // The socket closed: the helper is gone or going; give it a moment.
     for (int i = 0; i < 100 && !reaped_; ++i) {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        ended_ = how_it_ended(status);
+        ended_ = os::describe_wait_status(status);
         reaped_ = true;
       } else {
         usleep(10000);
@@ -243,7 +218,7 @@ std::string LoaderClient::stop() {
     kill(pid_, SIGKILL);
     done = waitpid(pid_, &status, 0);
   }
-  ended_ = done == pid_ ? how_it_ended(status) : "could not be reaped";
+  ended_ = done == pid_ ? os::describe_wait_status(status) : "could not be reaped";
   reaped_ = true;
   return ended_;
 }

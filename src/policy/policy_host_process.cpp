@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -11,6 +10,7 @@
 
 #include <cstring>
 
+#include "os/spawn_process.h"
 #include "os/unix_socket.h"
 
 namespace mlos::policy {
@@ -27,15 +27,6 @@ uint64_t monotonic_ms() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-std::string how_it_ended(int status) {
-  if (WIFEXITED(status)) return "exited with " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return std::string("killed by SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str());
-  }
-  return "ended (status " + std::to_string(status) + ")";
-}
-
 }  // namespace
 
 Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLaunch& launch) {
@@ -49,19 +40,6 @@ Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLa
     if (!moved.valid()) return make_sys_error(errno, "dup for policy host");
     theirs = std::move(moved);
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, theirs.get(), kHostFd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The daemon may block signals (signalfd); the host starts with none
-  // blocked and default dispositions.
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const std::string parent = std::to_string(getpid()), fd = std::to_string(kHostFd),
                     memory = std::to_string(launch.memory_limit);
   std::vector<std::string> args{launch.host_binary, "--policy", launch.policy_path, "--name", launch.name,
@@ -70,19 +48,9 @@ Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLa
     args.push_back("--run-as");
     args.push_back(launch.run_as);
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  char* envp[] = {nullptr};
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, launch.host_binary.c_str(), &actions, &attr, argv.data(), envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return make_sys_error(rc, "cannot start policy host " + launch.host_binary,
-                          rc == ENOENT ? MLOS_ERR_NOT_FOUND : MLOS_ERR_SYSTEM);
-  }
-  return std::unique_ptr<PolicyHostProcess>(new PolicyHostProcess(pid, std::move(ours)));
+  auto pid = os::spawn_process(launch.host_binary, args, {{theirs.get(), kHostFd}}, "policy host");
+  if (!pid) return pid.error();
+  return std::unique_ptr<PolicyHostProcess>(new PolicyHostProcess(*pid, std::move(ours)));
 }
 
 PolicyHostProcess::~PolicyHostProcess() { terminate(); }
@@ -170,7 +138,7 @@ std::string PolicyHostProcess::terminate() {
       r = waitpid(pid_, &status, 0);
     } while (r < 0 && errno == EINTR);
   }
-  ended_ = r == pid_ ? how_it_ended(status) : "ended (not reaped: " + std::string(strerror(errno)) + ")";
+  ended_ = r == pid_ ? os::describe_wait_status(status) : "ended (not reaped: " + std::string(strerror(errno)) + ")";
   return ended_;
 }
 
