@@ -119,3 +119,30 @@ def test_bad_values_are_refused(folder):
         assert e.value.code == CODES["INVALID_ARGUMENT"], kwargs
     with pytest.raises(TypeError):
         ImageLoader(42)
+
+
+def test_webdataset_shards_and_a_file_list(tmp_path):
+    import io
+    import tarfile
+    names = [n for files in CLASSES.values() for n in files]
+    labels = [label for label, files in enumerate(CLASSES.values()) for _ in files]
+    for shard in range(2):  # two shards, a brace pattern over them
+        with tarfile.open(tmp_path / f"train-{shard:06d}.tar", "w") as tar:
+            for i, (name, label) in enumerate(zip(names, labels)):
+                if i % 2 != shard:
+                    continue
+                key = f"s{i:04d}"
+                for member, data in ((f"{key}.{name.rsplit('.', 1)[1]}", (IMAGES / name).read_bytes()),
+                                     (f"{key}.cls", str(label).encode())):
+                    info = tarfile.TarInfo(member)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+    loader = ImageLoader(str(tmp_path / "train-{000000..000001}.tar"), batch_size=3, size=16, seed=2)
+    assert loader.info["samples"] == 7
+    assert sorted(y for _, ys in loader for y in ys.tolist()) == sorted(labels)
+    lines = "".join(f"{IMAGES / n}\t{label}\n" for n, label in zip(names, labels))
+    (tmp_path / "files.txt").write_text("# path<TAB>label\n" + lines)
+    listed = ImageLoader(tmp_path / "files.txt", batch_size=4, size=16, transform="val", layout="uint8_chw")
+    batches = [(x.clone(), ys.tolist()) for x, ys in listed]
+    assert sorted(y for _, ys in batches for y in ys) == sorted(labels)
+    assert batches[0][0].dtype == torch.uint8 and batches[0][0].shape[1:] == (3, 16, 16)
