@@ -112,7 +112,8 @@ Status LoaderClient::send(const TrainerMessage& m) {
 }
 
 Status LoaderClient::start_epoch(uint64_t epoch) {
-  if (Status s = send(EpochRequest{epoch}); !s) return s;
+  if (Status s = send(EpochRequest{epoch, pass_ + 1}); !s) return s;
+  ++pass_;
   has_epoch_ = true;
   epoch_ = epoch;
   end_seen_ = false;
@@ -132,12 +133,12 @@ Status LoaderClient::absorb(HelperMessage m) {
     if (b->slot >= slots_.addresses.size() || b->count + b->skipped > layout_.batch_size) {
       return lost("the loader helper announced an impossible batch");
     }
-    if (b->epoch != epoch_) return send(FreeSlot{b->slot});  // a batch of an abandoned epoch
+    if (b->pass != pass_) return send(FreeSlot{b->slot});  // a batch of an abandoned pass
     ready_.push_back(*b);
   } else if (auto* e = std::get_if<EpochEnd>(&m)) {
-    if (e->epoch == epoch_) end_seen_ = true;
+    if (e->pass == pass_) end_seen_ = true;
   } else if (auto* bad = std::get_if<BadSample>(&m)) {
-    if (bad->epoch == epoch_) {
+    if (bad->pass == pass_) {
       errors_.push_back(bad->what + ": " + bad->reason);
       if (errors_.size() > kMaxErrors) errors_.pop_front();
     }

@@ -86,6 +86,7 @@ class LoaderClient {
   std::optional<Error> dead_;
   bool has_epoch_ = false;
   uint64_t epoch_ = 0;
+  uint64_t pass_ = 0;  // start_epoch calls so far (the protocol's pass)
   bool end_seen_ = false;
   uint64_t handed_out_ = 0;  // batches of the current epoch next() returned
   std::optional<Error> epoch_error_;

@@ -82,7 +82,7 @@ json encode(const TrainerMessage& m) {
                                       {"world_size", s.world_size}, {"flags", s.flags}, {"workers", s.workers},
                                       {"slot_offsets", s.slot_offsets}, {"cpus", s.cpus}};
                         },
-                        [](const EpochRequest& e) { return json{{"op", "epoch"}, {"epoch", e.epoch}}; },
+                        [](const EpochRequest& e) { return json{{"op", "epoch"}, {"epoch", e.epoch}, {"pass", e.pass}}; },
                         [](const FreeSlot& f) { return json{{"op", "free"}, {"slot", f.slot}}; },
                         [](const StopRequest&) { return json{{"op", "stop"}}; },
                     },
@@ -100,14 +100,16 @@ json encode(const HelperMessage& m) {
                                       {"workers", s.workers}};
                         },
                         [](const BatchReady& b) {
-                          return json{{"op", "batch"}, {"epoch", b.epoch}, {"index", b.index},
+                          return json{{"op", "batch"}, {"pass", b.pass}, {"epoch", b.epoch}, {"index", b.index},
                                       {"slot", b.slot}, {"count", b.count}, {"skipped", b.skipped}};
                         },
                         [](const EpochEnd& e) {
-                          return json{{"op", "end"}, {"epoch", e.epoch}, {"batches", e.batches}, {"skipped", e.skipped}};
+                          return json{{"op", "end"}, {"pass", e.pass}, {"epoch", e.epoch}, {"batches", e.batches},
+                                      {"skipped", e.skipped}};
                         },
                         [](const BadSample& b) {
-                          return json{{"op", "bad"}, {"epoch", b.epoch}, {"what", b.what}, {"reason", b.reason}};
+                          return json{{"op", "bad"}, {"pass", b.pass}, {"epoch", b.epoch}, {"what", b.what},
+                                      {"reason", b.reason}};
                         },
                         [](const Failed& f) { return json{{"op", "failed"}, {"code", -f.code}, {"message", f.message}}; },
                     },
@@ -146,7 +148,12 @@ Result<TrainerMessage> decode_trainer_message(const std::string& packet) {
     }
     return TrainerMessage(std::move(s));
   }
-  if (op == "epoch") return checked<TrainerMessage>(r, EpochRequest{r.u64("epoch")});
+  if (op == "epoch") {
+    EpochRequest e;
+    e.epoch = r.u64("epoch");
+    e.pass = r.u64("pass");
+    return checked<TrainerMessage>(r, e);
+  }
   if (op == "free") return checked<TrainerMessage>(r, FreeSlot{r.u32("slot")});
   if (op == "stop") return TrainerMessage(StopRequest{});
   return bad("unknown op " + op.substr(0, 32));
@@ -164,6 +171,7 @@ Result<HelperMessage> decode_helper_message(const std::string& packet) {
   }
   if (op == "batch") {
     BatchReady b;
+    b.pass = r.u64("pass");
     b.epoch = r.u64("epoch");
     b.index = r.u64("index");
     b.slot = r.u32("slot");
@@ -171,9 +179,17 @@ Result<HelperMessage> decode_helper_message(const std::string& packet) {
     b.skipped = r.u32("skipped");
     return checked<HelperMessage>(r, b);
   }
-  if (op == "end") return checked<HelperMessage>(r, EpochEnd{r.u64("epoch"), r.u64("batches"), r.u64("skipped")});
+  if (op == "end") {
+    EpochEnd e;
+    e.pass = r.u64("pass");
+    e.epoch = r.u64("epoch");
+    e.batches = r.u64("batches");
+    e.skipped = r.u64("skipped");
+    return checked<HelperMessage>(r, e);
+  }
   if (op == "bad") {
     BadSample b;
+    b.pass = r.u64("pass");
     b.epoch = r.u64("epoch");
     b.what = r.str("what");
     b.reason = r.str("reason");

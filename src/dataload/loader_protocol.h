@@ -34,8 +34,12 @@ struct StartRequest {
   std::vector<uint64_t> slot_offsets;  // in the arena, one per slot
   std::vector<int> cpus;               // where the helper's threads run (empty: as inherited)
 };
+// `pass` numbers the trainer's start_epoch calls; the helper echoes it, so
+// that a message of an abandoned pass still in the socket (even one of the
+// same epoch number, begun again) is told apart.
 struct EpochRequest {
   uint64_t epoch = 0;
+  uint64_t pass = 0;
 };
 struct FreeSlot {
   uint32_t slot = 0;
@@ -48,14 +52,14 @@ struct Started {
   uint32_t classes = 0, workers = 0;
 };
 struct BatchReady {
-  uint64_t epoch = 0, index = 0;
+  uint64_t pass = 0, epoch = 0, index = 0;
   uint32_t slot = 0, count = 0, skipped = 0;
 };
 struct EpochEnd {
-  uint64_t epoch = 0, batches = 0, skipped = 0;
+  uint64_t pass = 0, epoch = 0, batches = 0, skipped = 0;
 };
 struct BadSample {
-  uint64_t epoch = 0;
+  uint64_t pass = 0, epoch = 0;
   std::string what, reason;  // the sample (path) and why
 };
 struct Failed {

@@ -61,10 +61,11 @@ int LoaderService::run() {
     std::unique_lock lock(mu_);
     if (auto* e = std::get_if<EpochRequest>(&*message)) {
       scheduler_->begin_epoch(e->epoch, sampler_->indices(e->epoch), request_.flags & MLOS_DATALOAD_DROP_LAST);
+      pass_ = e->pass;
       epoch_failed_ = false;
       skipped_ = 0;
       announced_ = 0;
-      if (scheduler_->batches() == 0) send(EpochEnd{e->epoch, 0, 0});
+      if (scheduler_->batches() == 0) send(EpochEnd{pass_, e->epoch, 0, 0});
     } else if (auto* f = std::get_if<FreeSlot>(&*message)) {
       if (Status s = scheduler_->free_slot(f->slot); !s) {
         send(Failed{MLOS_ERR_INVALID_ARGUMENT, s.error().message});
@@ -207,7 +208,7 @@ void LoaderService::worker() {
       std::lock_guard lock(mu_);
       const bool current = task->generation == scheduler_->generation();
       if (bad && current) {
-        send(BadSample{task->epoch, source_->describe(task->sample), *bad});
+        send(BadSample{pass_, task->epoch, source_->describe(task->sample), *bad});
         if (request_.flags & MLOS_DATALOAD_STRICT) {
           if (!epoch_failed_) send(Failed{MLOS_ERR_INVALID_ARGUMENT, source_->describe(task->sample) + ": " + *bad});
           epoch_failed_ = true;
@@ -228,10 +229,15 @@ void LoaderService::announce(const BatchScheduler::Done& done) {
   // Under the scheduler's mutex, so that the end of an epoch is sent after
   // the last of its batches, whichever worker finished which.
   std::lock_guard lock(mu_);
-  if (done.generation != scheduler_->generation() || epoch_failed_) return;
+  if (done.generation != scheduler_->generation() || epoch_failed_) {
+    // Its pass was abandoned (or failed) while it was being compacted: the
+    // trainer will never hear of it, so the slot is free again.
+    (void)scheduler_->free_slot(done.slot);
+    return;
+  }
   const auto skipped = static_cast<uint32_t>(done.failed.size());
-  send(BatchReady{done.epoch, done.batch, done.slot, done.size - skipped, skipped});
-  if (++announced_ == scheduler_->batches()) send(EpochEnd{done.epoch, announced_, skipped_});
+  send(BatchReady{pass_, done.epoch, done.batch, done.slot, done.size - skipped, skipped});
+  if (++announced_ == scheduler_->batches()) send(EpochEnd{pass_, done.epoch, announced_, skipped_});
 }
 
 void LoaderService::send(const HelperMessage& m) {

@@ -63,6 +63,7 @@ class LoaderService {
   bool epoch_failed_ = false;  // STRICT: a bad sample ended the epoch
   uint64_t skipped_ = 0;       // bad samples of the current epoch
   uint64_t announced_ = 0;     // batches of the current epoch sent
+  uint64_t pass_ = 0;          // the trainer's number for the current epoch request
   uint32_t worker_count_ = 0;  // set before the workers start
   uint32_t started_workers_ = 0;
   std::vector<std::thread> workers_;

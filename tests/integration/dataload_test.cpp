@@ -334,3 +334,23 @@ TEST(DataLoad, TheSlotsCountAgainstTheJobsMemory) {
   EXPECT_EQ(mlos_dataload_start(job, &o, &l), MLOS_ERR_INSUFFICIENT_MEMORY);
   EXPECT_EQ(mlos_training_release_resources(job), MLOS_OK);
 }
+
+TEST(DataLoad, BeginningAnEpochAgainMidwayNeverMixesInTheAbandonedPass) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  auto o = options(dir.path(), 2);
+  o.prefetch = 4;
+  Loader l(o);
+  ASSERT_NE(l.handle, nullptr);
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_EQ(mlos_dataload_start_epoch(l.handle, 0), MLOS_OK);
+    mlos_dataload_batch_t b{};
+    ASSERT_EQ(mlos_dataload_next(l.handle, &b, 60000), MLOS_OK) << mlos_last_error_message();
+    EXPECT_EQ(mlos_dataload_release_batch(l.handle, b.slot), MLOS_OK);
+    // Batches of this pass may be decoded or on their way: the same epoch
+    // begun again must still give every sample exactly once.
+    const EpochResult r = run_epoch(l, 0, l.info().sample_bytes);
+    EXPECT_EQ(r.labels, kAllLabels) << "round " << round;
+    EXPECT_EQ(r.batches, 6u);
+  }
+}
