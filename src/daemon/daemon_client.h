@@ -21,8 +21,13 @@ class DaemonClient {
  public:
   // Connects and exchanges "hello" (protocol version check).
   // DAEMON_UNAVAILABLE when nothing answers at `path`; VERSION_MISMATCH if
-  // the daemon speaks another protocol.
-  static Result<DaemonClient> connect(const std::string& path, int timeout_ms = 5000);
+  // the daemon speaks another protocol. `timeout_ms` bounds each reply. It
+  // must exceed what mlosd may legitimately take: a request that loads a
+  // policy waits for the host's start (PolicyHostsConfig::start_deadline_ms,
+  // 5 s) and attach (1 s), longer on a busy machine, where the host runs at
+  // nice 10. A shorter wait called a busy daemon dead.
+  static Result<DaemonClient> connect(const std::string& path, int timeout_ms = kReplyTimeoutMs);
+  static constexpr int kReplyTimeoutMs = 15000;
 
   // Sends {"op": op, "id": n, ...args} (with `pass_fd` attached when >= 0)
   // and returns the reply's fields. A reply with "ok": false becomes its
