@@ -18,6 +18,7 @@ packages=(
   libjpeg62-turbo-dev           # dataload: JPEG decoding (libjpeg-turbo, region and DCT-scaled decode)
   libspng-dev                   # dataload: PNG decoding
   libopencv-imgproc-dev         # dataload: antialiased resize (OpenCV imgproc and core only)
+  liburing-dev                  # dataload: reading samples through io_uring
   util-linux                    # taskset, ionice (tests)
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
@@ -25,16 +26,9 @@ packages=(
   python3 python3-pip
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=scripts/lib/apt_packages.sh
+source "$(dirname "$0")/lib/apt_packages.sh"
+apt_install_missing setup "${packages[@]}"
 
 # pytest drives the end-to-end tests. Use whichever python3 is first on PATH
 # (the same one ctest will run).

@@ -5,8 +5,8 @@ float32 CHW batches) by the usual loaders, on one CPU set, and the decode-
 only ceiling of libjpeg-turbo on the same files and CPUs.
 
     python bench/dataload/baselines.py --data DIR [--cpus 0-1] [--batch 64]
-        [--loaders dataloader-tv,dataloader-pil,webdataset-tv,spdl,dali,dali-fused,decode-pil,decode-tv,mlos]
-        [--reps 3] [--warmup-batches 3] [--measure-batches 20] [--json out.json]
+        [--loaders dataloader-tv,dataloader-pil,webdataset-tv,spdl,dali,dali-fused,decode-pil,decode-tv,mlos,mlos-pread]
+        [--reps 3] [--warmup-batches 3] [--measure-batches 20] [--cold] [--json out.json]
 
 DIR is a bench/dataload/make_dataset.py output. Loaders (bench/dataload/
 loaders.py says what each does and how it differs from torchvision's
@@ -16,8 +16,13 @@ The ceiling: decode-only, no transform, in a multiprocessing.Pool of 1..N
 processes: decode-pil is PIL Image.open().load() (Pillow's bundled
 libjpeg-turbo, no draft mode, full-size RGB), decode-tv is
 torchvision.io.decode_jpeg(read_file()) (torchvision's libjpeg-turbo).
-`mlos` is the hook for the mlOS loader (loaders.mlos_loader); until it
-exists it is reported as not implemented.
+`mlos` is the mlOS loader (loaders.mlos_loader: io_uring reads where the
+kernel allows), `mlos-pread` the same with reader="pread".
+
+--cold drops the page cache (sync; echo 1 > /proc/sys/vm/drop_caches; root
+only) before every run, so each reads its files from the disk: what a
+first epoch over a dataset larger than memory sees. Without it the files
+stay cached after the first run, as in later epochs of a dataset that fits.
 
 Method. Every (loader, setting) runs in a fresh child process (this script,
 --_child), pinned with os.sched_setaffinity to --cpus before anything
@@ -65,7 +70,8 @@ import loaders  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 DECODE_KINDS = ("decode-pil", "decode-tv")
-DEFAULT_LOADERS = loaders.KINDS + DECODE_KINDS + ("mlos",)
+MLOS_KINDS = ("mlos", "mlos-pread")
+DEFAULT_LOADERS = loaders.KINDS + DECODE_KINDS + MLOS_KINDS
 
 
 def parse_cpus(text):
@@ -231,8 +237,8 @@ def run_child(cfg):
     if kind in DECODE_KINDS:
         r = decode_ceiling(kind, cfg["data"], cfg["parallel"], warm_n, meas_n, cfg["seed"], cfg["cpus"])
     else:
-        it = (loaders.mlos_loader(cfg["data"], cfg["cpus"], batch) if kind == "mlos"
-              else loaders.batches(kind, cfg["data"], batch, cfg["parallel"], cfg["seed"]))
+        it = (loaders.mlos_loader(cfg["data"], cfg["cpus"], batch, reader="pread" if kind == "mlos-pread" else "auto")
+              if kind in MLOS_KINDS else loaders.batches(kind, cfg["data"], batch, cfg["parallel"], cfg["seed"]))
         for _ in range(cfg["warmup_batches"]):
             x, y = next(it)
         assert x.shape == (batch, 3, loaders.SIZE, loaders.SIZE) and x.dtype == torch.float32, (x.shape, x.dtype)
@@ -290,11 +296,18 @@ def run_one(cfg, timeout):
 
 # --- the sweep -------------------------------------------------------------------
 
+def drop_page_cache():
+    """Writes dirty pages back, then drops clean page-cache pages (not
+    dentries and inodes: the listing a loader does at start stays cheap)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("1\n")
+
+
 def settings(kind, ncpu):
     """The parallelism values swept for a loader."""
     if kind.startswith("dataloader") or kind == "webdataset-tv":
         return list(range(0, ncpu + 1))
-    if kind == "mlos":
+    if kind in MLOS_KINDS:
         return [ncpu]
     return list(range(1, ncpu + 1))
 
@@ -367,6 +380,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
     ap.add_argument("--quiet-wait", type=float, default=30,
                     help="before each run, wait up to this many seconds for the CPUs to be quiet (0: don't)")
+    ap.add_argument("--cold", action="store_true", help="drop the page cache before every run (root)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -385,13 +399,7 @@ def main():
     report = {"what": "ImageNet training transform at 224, float32 CHW batches; decode-only ceiling",
               "data": data, "dataset": json.loads(meta_path.read_text()) if meta_path.exists() else None,
               "cpus": cpus, "batch": a.batch, "reps": a.reps, "warmup_batches": a.warmup_batches,
-              "measure_batches": a.measure_batches, "quiet_wait_s": a.quiet_wait, "versions": versions(), "unavailable": {}, "results": []}
-    if "mlos" in kinds:
-        try:
-            loaders.mlos_loader(data, cpus, a.batch)
-        except NotImplementedError as e:
-            report["unavailable"]["mlos"] = str(e)
-            kinds.remove("mlos")
+              "measure_batches": a.measure_batches, "quiet_wait_s": a.quiet_wait, "cold": a.cold, "versions": versions(), "unavailable": {}, "results": []}
     configs = [{"kind": k, "parallel": p, "data": data, "cpus": cpus, "batch": a.batch, "seed": a.seed,
                 "warmup_batches": a.warmup_batches, "measure_batches": a.measure_batches}
                for k in kinds for p in settings(k, len(cpus))]
@@ -401,6 +409,8 @@ def main():
             if rep > 0 and runs[i] and all("error" in r for r in runs[i]):
                 continue  # failed once: the error is recorded, do not retry
             waited, before = wait_for_quiet(cpus, a.quiet_wait) if a.quiet_wait > 0 else (0.0, None)
+            if a.cold:
+                drop_page_cache()
             r = run_one(cfg, a.timeout)
             r["quiet_wait_s"], r["others_cpus_before"] = waited, before
             runs[i].append(r)

@@ -229,17 +229,35 @@ def batches(kind, data_dir, batch, parallel, seed=0):
     raise ValueError(f"unknown loader {kind!r}; known: {', '.join(KINDS)}")
 
 
-def mlos_loader(dataset, cpus, batch):
+class _EndlessEpochs:
+    """An endless iterator over a loader's epochs (set_epoch 0, 1, ...);
+    `.loader` is the loader (for its stats)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self._batches = self._epochs()
+
+    def _epochs(self):
+        epoch = 0
+        while True:
+            self.loader.set_epoch(epoch)
+            yield from self.loader
+            epoch += 1
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._batches)
+
+
+def mlos_loader(dataset, cpus, batch, reader="auto"):
     """The mlOS offloaded loader (mlos_training.data.ImageLoader): an endless
-    iterator of (images, labels) batches, like batches(). `dataset` is the
-    dataset directory (its train/ ImageFolder is read); `cpus` the CPU budget (this
-    process's affinity is already cpus, and the helper runs on them with one
-    decoding thread per CPU)."""
+    iterator of (images, labels) batches, like batches(), whose `.loader` is
+    the ImageLoader. `dataset` is the dataset directory (its train/
+    ImageFolder is read); `cpus` the CPU budget (this process's affinity is
+    already cpus, and the helper runs on them with one decoding thread per
+    CPU). reader: "auto" (io_uring where the kernel allows) or "pread"."""
     from mlos_training.data import ImageLoader
-    loader = ImageLoader(str(Path(dataset) / "train"), batch_size=batch, transform="train", size=224, seed=0,
-                         drop_last=True, workers=len(cpus))
-    epoch = 0
-    while True:
-        loader.set_epoch(epoch)
-        yield from loader
-        epoch += 1
+    return _EndlessEpochs(ImageLoader(str(Path(dataset) / "train"), batch_size=batch, transform="train", size=224,
+                                      seed=0, drop_last=True, workers=len(cpus), reader=reader))

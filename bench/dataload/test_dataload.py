@@ -88,6 +88,7 @@ def test_loader_yields_normalised_float_batches(dataset, kind, module):
     assert len(seen) > 1
 
 
-def test_mlos_hook_says_it_is_not_there_yet():
-    with pytest.raises(NotImplementedError, match="MLOSDataLoader"):
+def test_the_mlos_loader_refuses_a_missing_dataset():
+    from mlos_training.errors import MLOSError
+    with pytest.raises(MLOSError, match="/nonexistent"):
         loaders.mlos_loader("/nonexistent", [0], 64)

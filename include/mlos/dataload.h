@@ -3,7 +3,7 @@
  * mlos_dataload_start spawns a helper process, `mlos-dataload`, for the
  * caller: it runs as the caller's user (it reads exactly the files the job
  * can read), on the job's CPUs, under its own seccomp filter (file reads
- * and memory; no network, no exec, no new processes), and decodes and
+ * io_uring reads and memory; no network, no exec, no new processes), and decodes and
  * transforms samples with a pool of threads. It writes whole batches into
  * slots of a tensor pool (mlos/tmm.h) that the trainer owns and the helper
  * maps by descriptor; the trainer reads them in place: no copy, no pickling,
@@ -71,8 +71,22 @@ typedef enum mlos_dataload_flag {
   MLOS_DATALOAD_NO_SHUFFLE = 1u << 0, /* dataset order (still sharded by rank) */
   MLOS_DATALOAD_DROP_LAST = 1u << 1,  /* drop this rank's last, incomplete batch */
   MLOS_DATALOAD_STRICT = 1u << 2,     /* a bad sample fails the epoch */
-  MLOS_DATALOAD_IN_ORDER = 1u << 3    /* deliver batches in index order */
+  MLOS_DATALOAD_IN_ORDER = 1u << 3,   /* deliver batches in index order */
+  MLOS_DATALOAD_PREAD = 1u << 4       /* read with pread in the decoding threads, never io_uring */
 } mlos_dataload_flag_t;
+
+/* How the helper reads samples (mlos_dataload_stats_t.reader). */
+typedef enum mlos_dataload_reader {
+  /* One thread keeps up to 64 reads in flight through an io_uring ring
+   * restricted to IORING_OP_READ, ahead of the decoding threads, within
+   * the read-ahead bound. */
+  MLOS_DATALOAD_READER_IO_URING = 0,
+  /* Each decoding thread reads its own sample with pread, with
+   * posix_fadvise(WILLNEED) hints for the samples after it: asked for with
+   * MLOS_DATALOAD_PREAD, or the kernel refused io_uring (the notes say
+   * why). */
+  MLOS_DATALOAD_READER_PREAD = 1
+} mlos_dataload_reader_t;
 
 typedef struct mlos_dataload_options {
   uint32_t struct_size; /* sizeof(mlos_dataload_options_t) */
@@ -116,6 +130,19 @@ typedef struct mlos_dataload_batch {
   uint32_t reserved;
 } mlos_dataload_batch_t;
 
+typedef struct mlos_dataload_stats {
+  uint32_t struct_size;      /* set by the caller */
+  uint32_t reader;           /* mlos_dataload_reader_t */
+  uint64_t read_ahead_bytes; /* bound on samples read and not yet decoded */
+  uint32_t workers;          /* decoding threads started */
+  /* Of them, the ones allowed to work as of the latest batch: the helper
+   * takes threads away while batches wait for a trainer that never waits
+   * for them, and gives them back when it does (docs/dataload.md). */
+  uint32_t active_workers;
+  uint64_t batches;          /* delivered by mlos_dataload_next since the start */
+  uint64_t wait_ns;          /* the caller's time blocked in mlos_dataload_next */
+} mlos_dataload_stats_t;
+
 /* mlos_dataload_next's result at the end of an epoch (not an error). */
 #define MLOS_DATALOAD_END 1
 
@@ -156,6 +183,17 @@ MLOS_API int mlos_dataload_release_batch(mlos_dataload_t* loader, uint32_t slot)
  * each (the latest 1000). Same buffer contract as mlos_training_get_notes.
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT, BUFFER_TOO_SMALL. */
 MLOS_API int mlos_dataload_get_errors(mlos_dataload_t* loader, char* buf, size_t len, size_t* needed);
+
+/* How the loader runs now. Fills min(info->struct_size,
+ * sizeof(mlos_dataload_stats_t)) bytes. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT, VERSION_MISMATCH. */
+MLOS_API int mlos_dataload_get_stats(mlos_dataload_t* loader, mlos_dataload_stats_t* stats);
+
+/* How the helper reads, one line each: the reader and its bound, and why
+ * it fell back to pread if it did. Same buffer contract as
+ * mlos_training_get_notes. Errors: INVALID_HANDLE, INVALID_ARGUMENT,
+ * BUFFER_TOO_SMALL. */
+MLOS_API int mlos_dataload_get_notes(mlos_dataload_t* loader, char* buf, size_t len, size_t* needed);
 
 /* Stops the helper (it exits; killed after 2 s), unmaps the slots and
  * ends the handle: batches not released must not be read afterwards.

@@ -73,6 +73,8 @@ class ImageLoader:
     strict: a bad image raises MLOSError instead of being skipped (skipped
         ones are in `errors`). in_order: batches in index order (by default a
         slow image does not hold back the batches after it).
+    reader: "auto" (io_uring where the kernel allows, else pread; `notes`
+        says which and why) or "pread".
     resources: the job (default: the current MLOSTrainingContext's, if any),
         whose CPUs the helper uses and whose memory_bytes the ring counts
         against.
@@ -80,20 +82,23 @@ class ImageLoader:
 
     def __init__(self, source, batch_size=64, *, transform="train", size=224, layout="float", shuffle=True,
                  seed=0, drop_last=False, rank=None, world_size=None, workers=0, prefetch=0, strict=False,
-                 in_order=False, resources=None, timeout=600.0):
+                 in_order=False, reader="auto", resources=None, timeout=600.0):
         if not isinstance(source, (str, os.PathLike)):
             raise TypeError(f"source must be a path, not {type(source).__name__}")
         if transform not in _TRANSFORMS:
             raise invalid_argument(f"transform must be one of {sorted(_TRANSFORMS)}, got {transform!r}")
         if layout not in _LAYOUTS:
             raise invalid_argument(f"layout must be one of {sorted(_LAYOUTS)}, got {layout!r}")
+        if reader not in ("auto", "pread"):
+            raise invalid_argument(f"reader must be 'auto' or 'pread', got {reader!r}")
         default_rank, default_world = _distributed_defaults()
         rank = default_rank if rank is None else rank
         world_size = default_world if world_size is None else world_size
         if resources is None and current() is not None:
             resources = current().resources
         flags = ((0 if shuffle else _core.DATALOAD_NO_SHUFFLE) | (_core.DATALOAD_DROP_LAST if drop_last else 0) |
-                 (_core.DATALOAD_STRICT if strict else 0) | (_core.DATALOAD_IN_ORDER if in_order else 0))
+                 (_core.DATALOAD_STRICT if strict else 0) | (_core.DATALOAD_IN_ORDER if in_order else 0) |
+                 (_core.DATALOAD_PREAD if reader == "pread" else 0))
         handle = 0 if resources is None else resources.handle
         self._timeout_ms = int(float(timeout) * 1000)
         self._size, self._layout = size, layout
@@ -125,6 +130,23 @@ class ImageLoader:
         """The epoch the next pass produces (shuffle order, crops)."""
         self._epoch = c_integer("epoch", epoch, 0, 2**64 - 1)
         self._epoch_set = True
+
+    def stats(self):
+        """How the loader runs now: reader ("io_uring" or "pread"),
+        read_ahead_bytes, workers, active_workers (the ones the helper lets
+        decode, as of the latest batch), batches delivered, and
+        wait_seconds (time this process spent waiting for batches)."""
+        rc, stats = self._loader.stats()
+        check(rc)
+        return stats
+
+    @property
+    def notes(self):
+        """How the helper reads, one line each (why it fell back to pread,
+        if it did)."""
+        rc, text = self._loader.notes()
+        check(rc)
+        return text.splitlines()
 
     @property
     def errors(self):

@@ -142,16 +142,36 @@ struct DataLoader {
     return {MLOS_OK, nb::make_tuple(images, labels, b.skipped, b.index)};
   }
 
-  std::pair<int, std::string> errors() {
+  std::pair<int, nb::dict> stats() {
+    Loader& l = live();
+    std::lock_guard lock(l.mu);
+    mlos_dataload_stats_t st{};
+    st.struct_size = sizeof st;
+    nb::dict d;
+    const int rc = mlos_dataload_get_stats(l.handle, &st);
+    d["reader"] = st.reader == MLOS_DATALOAD_READER_IO_URING ? "io_uring" : "pread";
+    d["read_ahead_bytes"] = st.read_ahead_bytes;
+    d["workers"] = st.workers;
+    d["active_workers"] = st.active_workers;
+    d["batches"] = st.batches;
+    d["wait_seconds"] = static_cast<double>(st.wait_ns) / 1e9;
+    return {rc, d};
+  }
+
+  std::pair<int, std::string> errors() { return text(mlos_dataload_get_errors); }
+  std::pair<int, std::string> notes() { return text(mlos_dataload_get_notes); }
+
+  // One of the loader's texts (the get_notes buffer contract).
+  std::pair<int, std::string> text(int (*get)(mlos_dataload_t*, char*, size_t, size_t*)) {
     Loader& l = live();
     std::lock_guard lock(l.mu);
     size_t needed = 0;
-    int rc = mlos_dataload_get_errors(l.handle, nullptr, 0, &needed);
+    int rc = get(l.handle, nullptr, 0, &needed);
     if (rc != MLOS_ERR_BUFFER_TOO_SMALL) return {rc, ""};
-    std::string text(needed, '\0');
-    rc = mlos_dataload_get_errors(l.handle, text.data(), text.size(), &needed);
-    text.resize(needed > 0 ? needed - 1 : 0);
-    return {rc, text};
+    std::string out(needed, '\0');
+    rc = get(l.handle, out.data(), out.size(), &needed);
+    out.resize(needed > 0 ? needed - 1 : 0);
+    return {rc, out};
   }
 
   // The helper stops when the last batch tensor is gone too.
@@ -203,11 +223,14 @@ void bind_dataload(nb::module_& m) {
   m.attr("DATALOAD_DROP_LAST") = static_cast<uint32_t>(MLOS_DATALOAD_DROP_LAST);
   m.attr("DATALOAD_STRICT") = static_cast<uint32_t>(MLOS_DATALOAD_STRICT);
   m.attr("DATALOAD_IN_ORDER") = static_cast<uint32_t>(MLOS_DATALOAD_IN_ORDER);
+  m.attr("DATALOAD_PREAD") = static_cast<uint32_t>(MLOS_DATALOAD_PREAD);
   nb::class_<DataLoader>(m, "DataLoader")
       .def("info", &DataLoader::info)
       .def("start_epoch", &DataLoader::start_epoch)
       .def("next", &DataLoader::next, "timeout_ms"_a)
       .def("errors", &DataLoader::errors)
+      .def("stats", &DataLoader::stats)
+      .def("notes", &DataLoader::notes)
       .def("close", &DataLoader::close)
       .def_prop_ro("closed", [](const DataLoader& d) { return !d.loader; });
   m.def("dataload_start", &dataload_start, "resources"_a, "source"_a, "batch_size"_a, "image_size"_a, "transform"_a,

@@ -86,4 +86,22 @@ int fill_versioned(T* out, const T& ours, size_t first_version_size) {
   return MLOS_OK;
 }
 
+// The get_notes buffer contract (training.h) for `text`: *needed is its
+// length plus the NUL; INVALID_ARGUMENT when needed is NULL or buf is NULL
+// with len > 0; BUFFER_TOO_SMALL (buf left an empty string when len > 0)
+// when it does not fit. `what` names the text in that message.
+inline int copy_text_out(const std::string& text, char* buf, size_t len, size_t* needed, const char* what) {
+  if (!needed || (!buf && len > 0)) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed must not be NULL; buf may be NULL only with len 0"));
+  }
+  *needed = text.size() + 1;
+  if (len < *needed) {
+    if (len > 0) buf[0] = '\0';
+    return record_error(
+        make_error(MLOS_ERR_BUFFER_TOO_SMALL, std::string(what) + " need " + std::to_string(*needed) + " bytes"));
+  }
+  std::memcpy(buf, text.c_str(), *needed);
+  return MLOS_OK;
+}
+
 }  // namespace mlos::api

@@ -22,8 +22,12 @@
 namespace mlos::api {
 namespace {
 
-constexpr uint32_t kKnownFlags =
-    MLOS_DATALOAD_NO_SHUFFLE | MLOS_DATALOAD_DROP_LAST | MLOS_DATALOAD_STRICT | MLOS_DATALOAD_IN_ORDER;
+constexpr uint32_t kKnownFlags = MLOS_DATALOAD_NO_SHUFFLE | MLOS_DATALOAD_DROP_LAST | MLOS_DATALOAD_STRICT |
+                                 MLOS_DATALOAD_IN_ORDER | MLOS_DATALOAD_PREAD;
+// The helper's read-ahead (samples read and not yet decoded), counted
+// against the job's memory_bytes as the slots are: the first of these that
+// fits.
+constexpr uint64_t kReadAheadChoices[] = {uint64_t{64} << 20, uint64_t{16} << 20, uint64_t{4} << 20};
 constexpr uint32_t kMaxWorkers = 256, kMaxSlots = 64;
 constexpr size_t kMaxSource = 4096;
 constexpr int kStartTimeoutMs = 120000;  // opening a large ImageFolder lists every file
@@ -36,13 +40,26 @@ struct LoaderEntry {
   std::unique_ptr<dataload::LoaderClient> client;
   dataload::BatchLayout layout;
   pid_t creator = 0;
+  std::weak_ptr<Job> job;
+  uint64_t read_ahead_reserved = 0;
 
   ~LoaderEntry() {
     client.reset();
     for (const auto& s : slots) mlos_tmm_release(pool, s.data);
     if (pool) mlos_tmm_pool_destroy(pool);
+    if (auto j = job.lock()) j->return_pool_bytes(read_ahead_reserved);
   }
 };
+
+// Reserves the read-ahead against `job` (nullptr: no job, the largest).
+Result<uint64_t> reserve_read_ahead(Job* job) {
+  if (!job) return kReadAheadChoices[0];
+  for (uint64_t bytes : kReadAheadChoices) {
+    if (job->reserve_pool_bytes(bytes)) return bytes;
+  }
+  return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
+                    "the job's memory_bytes leaves no room for the loader's read-ahead (at least 4 MiB) after its slots");
+}
 
 HandleTable<LoaderEntry, mlos_dataload_t, 0x646c /* "dl" */>& loaders() {
   static auto* table = new HandleTable<LoaderEntry, mlos_dataload_t, 0x646c>();
@@ -139,6 +156,10 @@ int mlos_dataload_start(mlos_training_resources_t* resources, const mlos_dataloa
       loader_slots.offsets.push_back(b.offset);
     }
     if (int rc = mlos_tmm_pool_fd(entry->pool, &loader_slots.arena_fd); rc != MLOS_OK) return rc;
+    auto read_ahead = reserve_read_ahead(job.get());
+    if (!read_ahead) return fail(read_ahead.error());
+    entry->job = job;
+    entry->read_ahead_reserved = job ? *read_ahead : 0;
 
     dataload::StartRequest request;
     request.source = o.source;
@@ -152,6 +173,7 @@ int mlos_dataload_start(mlos_training_resources_t* resources, const mlos_dataloa
     request.flags = o.flags;
     request.workers = workers;
     request.cpus = cpus;
+    request.read_ahead_bytes = *read_ahead;
     auto client = dataload::LoaderClient::start(*helper, std::move(request), std::move(loader_slots), *layout,
                                                 kStartTimeoutMs);
     if (!client) return fail(client.error());
@@ -206,17 +228,28 @@ int mlos_dataload_release_batch(mlos_dataload_t* loader, uint32_t slot) {
 }
 
 int mlos_dataload_get_errors(mlos_dataload_t* loader, char* buf, size_t len, size_t* needed) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int { return copy_text_out(e.client->errors(), buf, len, needed, "errors"); });
+}
+
+int mlos_dataload_get_stats(mlos_dataload_t* loader, mlos_dataload_stats_t* stats) {
   return on_loader(loader, [&](LoaderEntry& e) -> int {
-    if (!needed || (!buf && len > 0)) {
-      return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed must not be NULL; buf may be NULL only with len 0"));
-    }
-    const std::string text = e.client->errors();
-    *needed = text.size() + 1;
-    if (len < text.size() + 1) {
-      return fail(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "errors need " + std::to_string(text.size() + 1) + " bytes"));
-    }
-    std::memcpy(buf, text.c_str(), text.size() + 1);
-    return MLOS_OK;
+    if (!stats) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "stats must not be NULL"));
+    const dataload::Started& s = e.client->started();
+    mlos_dataload_stats_t out{};
+    out.struct_size = sizeof out;
+    out.reader = s.reader;
+    out.read_ahead_bytes = s.read_ahead_bytes;
+    out.workers = s.workers;
+    out.active_workers = e.client->batches() ? e.client->active_workers() : s.workers;
+    out.batches = e.client->batches();
+    out.wait_ns = e.client->wait_ns();
+    return fill_versioned(stats, out, sizeof(mlos_dataload_stats_t));
+  });
+}
+
+int mlos_dataload_get_notes(mlos_dataload_t* loader, char* buf, size_t len, size_t* needed) {
+  return on_loader(loader, [&](LoaderEntry& e) -> int {
+    return copy_text_out(e.client->started().notes, buf, len, needed, "notes");
   });
 }
 

@@ -237,16 +237,7 @@ int mlos_tmm_get_stats(mlos_tmm_pool_t* pool, mlos_tmm_stats_t* stats) {
 
 int mlos_tmm_get_notes(mlos_tmm_pool_t* pool, char* buf, size_t len, size_t* needed) {
   return on_pool(pool, [&](tmm::TensorPool& p) -> int {
-    if (!needed || (!buf && len > 0)) {
-      return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed must not be NULL; buf may be NULL only with len 0"));
-    }
-    const std::string notes = p.notes();
-    *needed = notes.size() + 1;
-    if (len < notes.size() + 1) {
-      return fail(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "notes need " + std::to_string(notes.size() + 1) + " bytes"));
-    }
-    std::memcpy(buf, notes.c_str(), notes.size() + 1);
-    return MLOS_OK;
+    return copy_text_out(p.notes(), buf, len, needed, "notes");
   });
 }
 

@@ -336,13 +336,7 @@ int mlos_training_get_notes(const mlos_training_resources_t* resources, char* bu
     }
     auto snap = job->snapshot();
     if (!snap) return record_error(snap.error());
-    *needed = snap->notes.size() + 1;
-    if (len < *needed) {
-      if (len > 0) buf[0] = '\0';
-      return record_error(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "notes need " + std::to_string(*needed) + " bytes"));
-    }
-    std::memcpy(buf, snap->notes.c_str(), *needed);
-    return static_cast<int>(MLOS_OK);
+    return mlos::api::copy_text_out(snap->notes, buf, len, needed, "notes");
   });
 }
 

@@ -97,4 +97,8 @@ std::optional<uint64_t> BatchScheduler::upcoming(uint32_t ahead) const {
   return order_[next_position_ + ahead];
 }
 
+uint32_t BatchScheduler::delivered_slots() const {
+  return static_cast<uint32_t>(std::count(slots_.begin(), slots_.end(), SlotState::kDelivered));
+}
+
 }  // namespace mlos::dataload

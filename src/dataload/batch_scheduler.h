@@ -57,6 +57,9 @@ class BatchScheduler {
   Status free_slot(uint32_t slot);
 
   uint64_t batches() const { return batches_; }
+  // Slots holding a delivered batch not yet freed (queued for the trainer,
+  // or in its hands).
+  uint32_t delivered_slots() const;
   bool epoch_delivered() const { return delivered_ == batches_; }
   bool has_epoch() const { return has_epoch_; }
   uint64_t epoch() const { return epoch_; }

@@ -12,8 +12,7 @@
 
 namespace mlos::dataload {
 
-Result<std::span<const uint8_t>> read_whole_file(const std::string& path, size_t max_bytes,
-                                                 ScratchBuffer& buffer) {
+Result<OpenedFile> open_regular_file(const std::string& path, size_t max_bytes) {
   os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return make_sys_error(errno, "cannot open " + path, MLOS_ERR_IO);
   struct stat st {};
@@ -24,21 +23,16 @@ Result<std::span<const uint8_t>> read_whole_file(const std::string& path, size_t
     return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " has " + std::to_string(size) +
                                                      " bytes, over the limit of " + std::to_string(max_bytes));
   }
-  uint8_t* data = buffer.ensure(size);
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n = ::read(fd.get(), data + got, size - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_sys_error(errno, "cannot read " + path, MLOS_ERR_IO);
-    }
-    if (n == 0) {
-      return make_error(MLOS_ERR_IO, "short read of " + path + ": " + std::to_string(got) + " of " +
-                                         std::to_string(size) + " bytes (the file shrank)");
-    }
-    got += static_cast<size_t>(n);
-  }
-  return std::span<const uint8_t>(data, size);
+  return OpenedFile{std::move(fd), size};
+}
+
+Result<std::span<const uint8_t>> read_whole_file(const std::string& path, size_t max_bytes,
+                                                 ScratchBuffer& buffer) {
+  auto file = open_regular_file(path, max_bytes);
+  if (!file) return file.error();
+  uint8_t* data = buffer.ensure(file->size);
+  if (Status s = pread_exact(file->fd.get(), 0, {data, file->size}, path); !s) return s.error();
+  return std::span<const uint8_t>(data, file->size);
 }
 
 Status pread_exact(int fd, uint64_t offset, std::span<uint8_t> out, const std::string& what) {

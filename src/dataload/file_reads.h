@@ -16,8 +16,18 @@
 
 #include "core/status.h"
 #include "dataload/scratch_buffer.h"
+#include "os/unique_fd.h"
 
 namespace mlos::dataload {
+
+struct OpenedFile {
+  os::UniqueFd fd;
+  uint64_t size = 0;  // at open
+};
+// `path` opened read-only, with its size. MLOS_ERR_IO (with errno) when it
+// cannot be opened or stat'ed; MLOS_ERR_INVALID_ARGUMENT when it is not a
+// regular file or is larger than max_bytes.
+Result<OpenedFile> open_regular_file(const std::string& path, size_t max_bytes);
 
 // The whole file at `path` in `buffer` (grown as needed); the span points
 // into it. MLOS_ERR_IO (with errno) when it cannot be opened or read, or

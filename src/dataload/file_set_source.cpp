@@ -15,12 +15,18 @@ std::string FileSetSource::describe(size_t i) const {
   return paths_[i];
 }
 
-Result<std::span<const uint8_t>> FileSetSource::read(size_t i, ScratchBuffer& buffer) const {
+Result<SampleExtent> FileSetSource::open_sample(size_t i) const {
   if (i >= paths_.size()) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT,
                       "sample " + std::to_string(i) + " out of range (" + std::to_string(paths_.size()) + " samples)");
   }
-  return read_whole_file(paths_[i], options_.max_sample_bytes, buffer);
+  auto file = open_regular_file(paths_[i], options_.max_sample_bytes);
+  if (!file) return file.error();
+  SampleExtent extent;
+  extent.fd = file->fd.get();
+  extent.length = file->size;
+  extent.owned = std::move(file->fd);
+  return extent;
 }
 
 void FileSetSource::will_read(size_t i) const {

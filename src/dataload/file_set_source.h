@@ -20,7 +20,7 @@ class FileSetSource final : public SampleSource {
   size_t size() const override { return paths_.size(); }
   int64_t label(size_t i) const override { return i < labels_.size() ? labels_[i] : -1; }
   std::string describe(size_t i) const override;
-  Result<std::span<const uint8_t>> read(size_t i, ScratchBuffer& buffer) const override;
+  Result<SampleExtent> open_sample(size_t i) const override;
   void will_read(size_t i) const override;
   std::vector<std::string> class_names() const override { return class_names_; }
 

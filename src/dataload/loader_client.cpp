@@ -19,11 +19,13 @@ namespace {
 constexpr size_t kMaxErrors = 1000;
 constexpr int kStopGraceMs = 2000;
 
-int64_t monotonic_ms() {
+int64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+
+int64_t monotonic_ms() { return monotonic_ns() / 1000000; }
 
 // A descriptor above the ones the helper gets, so that dup2 onto 3 and 4
 // never overwrites one source with the other.
@@ -134,6 +136,7 @@ Status LoaderClient::absorb(HelperMessage m) {
       return lost("the loader helper announced an impossible batch");
     }
     if (b->pass != pass_) return send(FreeSlot{b->slot});  // a batch of an abandoned pass
+    active_workers_ = b->active_workers;
     ready_.push_back(*b);
   } else if (auto* e = std::get_if<EpochEnd>(&m)) {
     if (e->pass == pass_) end_seen_ = true;
@@ -158,12 +161,24 @@ Result<std::optional<LoadedBatch>> LoaderClient::next(int64_t timeout_ms) {
   if (dead_) return *dead_;
   if (!has_epoch_) return make_error(MLOS_ERR_INVALID_ARGUMENT, "no epoch started (mlos_dataload_start_epoch)");
   const int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
+  const int64_t entered_ns = monotonic_ns();
+  // Time spent here waiting for the helper, however the call ends.
+  struct WaitClock {
+    LoaderClient& c;
+    int64_t since;
+    ~WaitClock() {
+      const auto waited = static_cast<uint64_t>(monotonic_ns() - since);
+      c.wait_ns_ += waited;
+      c.waited_since_release_ns_ += waited;
+    }
+  } clock{*this, entered_ns};
   for (;;) {
     if (!ready_.empty()) {
       const BatchReady b = ready_.front();
       ready_.pop_front();
       held_.insert(b.slot);
       ++handed_out_;
+      ++batches_;
       char* base = slots_.addresses[b.slot];
       return std::optional<LoadedBatch>(LoadedBatch{base, reinterpret_cast<const int64_t*>(base + layout_.labels_offset),
                                                     b.count, b.skipped, b.index, b.epoch, b.slot});
@@ -196,7 +211,15 @@ Status LoaderClient::release(uint32_t slot) {
   if (held_.erase(slot) == 0) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "slot " + std::to_string(slot) + " is not a batch handed out (or released already)");
   }
-  return send(FreeSlot{slot});
+  const int64_t now = monotonic_ns();
+  FreeSlot f;
+  f.slot = slot;
+  f.waited_us = waited_since_release_ns_ / 1000;
+  f.interval_us = last_release_ns_ ? static_cast<uint64_t>(now - last_release_ns_) / 1000 : 0;
+  f.held = static_cast<uint32_t>(held_.size());
+  last_release_ns_ = now;
+  waited_since_release_ns_ = 0;
+  return send(f);
 }
 
 std::string LoaderClient::errors() const {

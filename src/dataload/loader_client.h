@@ -61,6 +61,11 @@ class LoaderClient {
   // INVALID_ARGUMENT unless `slot` was handed out by next() and not yet
   // released.
   Status release(uint32_t slot);
+  // Batches next() returned since the start, the caller's time blocked in
+  // next(), and the helper's active decoding threads as of the latest batch.
+  uint64_t batches() const { return batches_; }
+  uint64_t wait_ns() const { return wait_ns_; }
+  uint32_t active_workers() const { return active_workers_; }
   // Bad samples of the current epoch, "what: reason\n" each (latest 1000).
   std::string errors() const;
   // Asks the helper to stop, kills it after 2 s, reaps it; says how it
@@ -93,6 +98,13 @@ class LoaderClient {
   std::deque<BatchReady> ready_;
   std::set<uint32_t> held_;  // slots handed to the caller
   std::deque<std::string> errors_;
+  uint64_t batches_ = 0;
+  uint64_t wait_ns_ = 0;
+  uint32_t active_workers_ = 0;
+  // For FreeSlot's DATA_LOADING share: when the previous slot went back,
+  // and the time blocked in next() since.
+  int64_t last_release_ns_ = 0;
+  uint64_t waited_since_release_ns_ = 0;
 };
 
 }  // namespace mlos::dataload

@@ -80,10 +80,14 @@ json encode(const TrainerMessage& m) {
                                       {"image_size", s.image_size}, {"transform", s.transform},
                                       {"layout", s.layout}, {"seed", s.seed},       {"rank", s.rank},
                                       {"world_size", s.world_size}, {"flags", s.flags}, {"workers", s.workers},
-                                      {"slot_offsets", s.slot_offsets}, {"cpus", s.cpus}};
+                                      {"slot_offsets", s.slot_offsets}, {"cpus", s.cpus},
+                                      {"read_ahead_bytes", s.read_ahead_bytes}};
                         },
                         [](const EpochRequest& e) { return json{{"op", "epoch"}, {"epoch", e.epoch}, {"pass", e.pass}}; },
-                        [](const FreeSlot& f) { return json{{"op", "free"}, {"slot", f.slot}}; },
+                        [](const FreeSlot& f) {
+                          return json{{"op", "free"}, {"slot", f.slot}, {"waited_us", f.waited_us},
+                                      {"interval_us", f.interval_us}, {"held", f.held}};
+                        },
                         [](const StopRequest&) { return json{{"op", "stop"}}; },
                     },
                     m);
@@ -97,11 +101,15 @@ json encode(const HelperMessage& m) {
                                       {"samples_per_epoch", s.samples_per_epoch},
                                       {"batches_per_epoch", s.batches_per_epoch},
                                       {"classes", s.classes},
-                                      {"workers", s.workers}};
+                                      {"workers", s.workers},
+                                      {"reader", s.reader},
+                                      {"read_ahead_bytes", s.read_ahead_bytes},
+                                      {"notes", s.notes}};
                         },
                         [](const BatchReady& b) {
                           return json{{"op", "batch"}, {"pass", b.pass}, {"epoch", b.epoch}, {"index", b.index},
-                                      {"slot", b.slot}, {"count", b.count}, {"skipped", b.skipped}};
+                                      {"slot", b.slot}, {"count", b.count}, {"skipped", b.skipped},
+                                      {"active_workers", b.active_workers}};
                         },
                         [](const EpochEnd& e) {
                           return json{{"op", "end"}, {"pass", e.pass}, {"epoch", e.epoch}, {"batches", e.batches},
@@ -133,6 +141,7 @@ Result<TrainerMessage> decode_trainer_message(const std::string& packet) {
     s.world_size = r.u32("world_size");
     s.flags = r.u32("flags");
     s.workers = r.u32("workers");
+    s.read_ahead_bytes = r.u64("read_ahead_bytes");
     if (r.error) return *r.error;
     const json& offsets = (*j)["slot_offsets"];
     const json& cpus = (*j)["cpus"];
@@ -154,7 +163,14 @@ Result<TrainerMessage> decode_trainer_message(const std::string& packet) {
     e.pass = r.u64("pass");
     return checked<TrainerMessage>(r, e);
   }
-  if (op == "free") return checked<TrainerMessage>(r, FreeSlot{r.u32("slot")});
+  if (op == "free") {
+    FreeSlot f;
+    f.slot = r.u32("slot");
+    f.waited_us = r.u64("waited_us");
+    f.interval_us = r.u64("interval_us");
+    f.held = r.u32("held");
+    return checked<TrainerMessage>(r, f);
+  }
   if (op == "stop") return TrainerMessage(StopRequest{});
   return bad("unknown op " + op.substr(0, 32));
 }
@@ -165,8 +181,15 @@ Result<HelperMessage> decode_helper_message(const std::string& packet) {
   const std::string op = (*j)["op"];
   FieldReader r{*j, std::nullopt};
   if (op == "started") {
-    Started s{r.u64("samples"), r.u64("samples_per_epoch"), r.u64("batches_per_epoch"), r.u32("classes"),
-              r.u32("workers")};
+    Started s;
+    s.samples = r.u64("samples");
+    s.samples_per_epoch = r.u64("samples_per_epoch");
+    s.batches_per_epoch = r.u64("batches_per_epoch");
+    s.classes = r.u32("classes");
+    s.workers = r.u32("workers");
+    s.reader = r.u32("reader");
+    s.read_ahead_bytes = r.u64("read_ahead_bytes");
+    s.notes = r.str("notes");
     return checked<HelperMessage>(r, s);
   }
   if (op == "batch") {
@@ -177,6 +200,7 @@ Result<HelperMessage> decode_helper_message(const std::string& packet) {
     b.slot = r.u32("slot");
     b.count = r.u32("count");
     b.skipped = r.u32("skipped");
+    b.active_workers = r.u32("active_workers");
     return checked<HelperMessage>(r, b);
   }
   if (op == "end") {

@@ -33,6 +33,7 @@ struct StartRequest {
   uint32_t rank = 0, world_size = 1, flags = 0, workers = 0;
   std::vector<uint64_t> slot_offsets;  // in the arena, one per slot
   std::vector<int> cpus;               // where the helper's threads run (empty: as inherited)
+  uint64_t read_ahead_bytes = 0;       // bound on samples read and not yet decoded (0: the helper's default)
 };
 // `pass` numbers the trainer's start_epoch calls; the helper echoes it, so
 // that a message of an abandoned pass still in the socket (even one of the
@@ -41,8 +42,15 @@ struct EpochRequest {
   uint64_t epoch = 0;
   uint64_t pass = 0;
 };
+// The trainer gives a slot back, and says how much of the time since its
+// previous FreeSlot (interval_us) it spent blocked waiting for a batch
+// (waited_us): its DATA_LOADING share, for the helper's WorkerGovernor;
+// and how many batches it still holds (held). interval_us 0: not a report
+// (a slot handed back unread).
 struct FreeSlot {
   uint32_t slot = 0;
+  uint64_t waited_us = 0, interval_us = 0;
+  uint32_t held = 0;
 };
 struct StopRequest {};
 using TrainerMessage = std::variant<StartRequest, EpochRequest, FreeSlot, StopRequest>;
@@ -50,10 +58,14 @@ using TrainerMessage = std::variant<StartRequest, EpochRequest, FreeSlot, StopRe
 struct Started {
   uint64_t samples = 0, samples_per_epoch = 0, batches_per_epoch = 0;
   uint32_t classes = 0, workers = 0;
+  uint32_t reader = 0;            // an mlos_dataload_reader_t
+  uint64_t read_ahead_bytes = 0;  // in force
+  std::string notes;              // how it reads and why (a fallback's reason), one line each
 };
 struct BatchReady {
   uint64_t pass = 0, epoch = 0, index = 0;
   uint32_t slot = 0, count = 0, skipped = 0;
+  uint32_t active_workers = 0;  // decoding threads the governor lets work, as the batch was sent
 };
 struct EpochEnd {
   uint64_t pass = 0, epoch = 0, batches = 0, skipped = 0;

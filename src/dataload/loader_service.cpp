@@ -17,6 +17,11 @@ namespace {
 
 constexpr int kStartTimeoutMs = 60000;
 constexpr uint32_t kMaxWorkers = 256;
+// Reads in flight through io_uring: deep enough to keep a disk's queue
+// busy on a cold page cache, small next to any memory bound.
+constexpr unsigned kUringDepth = 32;
+// Read-ahead bound when the trainer names none.
+constexpr uint64_t kDefaultReadAheadBytes = uint64_t{64} << 20;
 
 SampleLayout sample_layout(uint32_t layout) {
   switch (layout) {
@@ -46,8 +51,16 @@ int LoaderService::run() {
     send(Failed{s.error().code, s.error().describe()});
     return 1;
   }
-  send(Started{source_->size(), sampler_->samples_per_epoch(), sampler_->batches_per_epoch(),
-               static_cast<uint32_t>(source_->class_names().size()), static_cast<uint32_t>(workers_.size())});
+  Started started;
+  started.samples = source_->size();
+  started.samples_per_epoch = sampler_->samples_per_epoch();
+  started.batches_per_epoch = sampler_->batches_per_epoch();
+  started.classes = static_cast<uint32_t>(source_->class_names().size());
+  started.workers = worker_count_;
+  started.reader = reader_kind_;
+  started.read_ahead_bytes = read_ahead_bytes_;
+  started.notes = reader_notes_;
+  send(started);
   for (;;) {
     auto packet = receive_packet(socket_, -1);
     // The trainer is gone: nothing will read what the workers make.
@@ -71,6 +84,7 @@ int LoaderService::run() {
         send(Failed{MLOS_ERR_INVALID_ARGUMENT, s.error().message});
         _exit(2);
       }
+      on_free_slot(*f);
     } else if (std::holds_alternative<StopRequest>(*message)) {
       // Straight out, without joining the workers or running exit-time
       // clean-up: a thread that returns blocks its signals
@@ -129,33 +143,55 @@ Status LoaderService::begin(const StartRequest& request) {
   // OpenCV would start threads of its own on first use; after the lock-down
   // no thread may be created, so every resize runs on the calling worker.
   use_single_threaded_resize();
-  scheduler_.emplace(request.batch_size, static_cast<uint32_t>(request.slot_offsets.size()),
-                     request.flags & MLOS_DATALOAD_IN_ORDER);
+  const auto slots = static_cast<uint32_t>(request.slot_offsets.size());
+  scheduler_.emplace(request.batch_size, slots, request.flags & MLOS_DATALOAD_IN_ORDER);
+  governor_.emplace(workers, slots);
   worker_count_ = workers;
-  for (uint32_t i = 0; i < workers; ++i) workers_.emplace_back([this] { worker(); });
+  max_fetched_ = std::max(4u, 2 * workers);
+  choose_reader(request);
+  for (uint32_t i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker(i); });
+  if (uring_) threads_.emplace_back([this] { reader(); });
   // A new thread makes system calls of its own as it starts (rseq and
   // robust-list registration in glibc's start_thread): the filter may only
-  // go on once every worker is running its loop.
+  // go on once every thread is running its loop.
   {
     std::unique_lock lock(mu_);
-    work_.wait(lock, [&] { return started_workers_ == workers; });
+    work_.wait(lock, [&] { return started_threads_ == threads_.size(); });
   }
   return os::lock_down_syscalls(os::SyscallProfile::kDataLoader);
 }
 
-std::optional<std::string> LoaderService::decode(const BatchScheduler::Task& task, DecodeScratch& scratch,
-                                                 ScratchBuffer& file) {
+void LoaderService::choose_reader(const StartRequest& request) {
+  read_ahead_bytes_ = request.read_ahead_bytes ? request.read_ahead_bytes : kDefaultReadAheadBytes;
+  if (request.flags & MLOS_DATALOAD_PREAD) {
+    reader_kind_ = MLOS_DATALOAD_READER_PREAD;
+    reader_notes_ = "reader: pread in the decoding threads (asked for: MLOS_DATALOAD_PREAD)\n";
+    return;
+  }
+  auto uring = UringReads::create(kUringDepth);
+  if (!uring) {
+    reader_kind_ = MLOS_DATALOAD_READER_PREAD;
+    reader_notes_ = "reader: pread in the decoding threads (io_uring unavailable: " + uring.error().describe() + ")\n";
+    return;
+  }
+  uring_ = std::move(*uring);
+  reader_kind_ = MLOS_DATALOAD_READER_IO_URING;
+  reader_notes_ = "reader: io_uring, " + std::to_string(kUringDepth) +
+                  " reads in flight (ring restricted to IORING_OP_READ), read-ahead up to " +
+                  std::to_string(read_ahead_bytes_ >> 20) + " MiB\n";
+}
+
+std::optional<std::string> LoaderService::decode(const BatchScheduler::Task& task, std::span<const uint8_t> bytes,
+                                                 DecodeScratch& scratch) {
   try {
-    auto bytes = source_->read(task.sample, file);
-    if (!bytes) return bytes.error().describe();
     char* slot = arena_->base() + request_.slot_offsets[task.slot];
     const SampleSlot dst{slot + task.position * layout_.sample_bytes, layout_.sample_bytes};
     Result<SampleInfo> info = make_error(MLOS_ERR_SYSTEM, "not decoded");
     if (request_.transform == MLOS_DATALOAD_TRAIN) {
       SeededRandom random(sample_seed(request_.seed, task.epoch, task.sample));
-      info = decode_train_sample(*bytes, random, sample_options_, scratch, dst);
+      info = decode_train_sample(bytes, random, sample_options_, scratch, dst);
     } else {
-      info = decode_val_sample(*bytes, sample_options_, scratch, dst);
+      info = decode_val_sample(bytes, sample_options_, scratch, dst);
     }
     if (!info) return info.error().describe();
     reinterpret_cast<int64_t*>(slot + layout_.labels_offset)[task.position] = source_->label(task.sample);
@@ -186,43 +222,184 @@ void LoaderService::compact(const BatchScheduler::Done& done) {
   }
 }
 
-void LoaderService::worker() {
+void LoaderService::worker(uint32_t index) {
   DecodeScratch scratch;
   ScratchBuffer file;
   {
     std::lock_guard lock(mu_);
-    ++started_workers_;
+    ++started_threads_;
   }
   work_.notify_all();
   const uint32_t lookahead = 2 * worker_count_;  // samples past the next one to hint
   for (;;) {
+    std::optional<std::string> bad;
+    if (uring_) {
+      std::unique_ptr<Fetch> fetch;
+      {
+        std::unique_lock lock(mu_);
+        work_.wait(lock, [&] { return may_work(index) && !fetched_.empty(); });
+        fetch = std::move(fetched_.front());
+        fetched_.pop_front();
+      }
+      bad = fetch->error ? fetch->error
+                         : decode(fetch->task, {fetch->buffer.data(), fetch->extent.length}, scratch);
+      const BatchScheduler::Task task = fetch->task;
+      {
+        std::lock_guard lock(mu_);
+        fetch_bytes_ -= fetch->error ? 0 : fetch->extent.length;
+        fetch->extent = SampleExtent{};
+        spare_.push_back(std::move(fetch));
+      }
+      work_.notify_all();  // room for the reader
+      finish(task, bad);
+      continue;
+    }
     std::optional<BatchScheduler::Task> task;
+    std::optional<uint64_t> soon;
     {
       std::unique_lock lock(mu_);
-      work_.wait(lock, [&] { return !epoch_failed_ && (task = scheduler_->next_task()); });
-      if (auto soon = scheduler_->upcoming(lookahead)) source_->will_read(*soon);
+      work_.wait(lock, [&] { return may_work(index) && !epoch_failed_ && (task = scheduler_->next_task()); });
+      soon = scheduler_->upcoming(lookahead);
     }
-    const std::optional<std::string> bad = decode(*task, scratch, file);
-    std::vector<BatchScheduler::Done> done;
+    if (soon) source_->will_read(*soon);  // opens a file: not under the mutex
+    try {
+      auto bytes = source_->read(task->sample, file);
+      bad = bytes ? decode(*task, *bytes, scratch) : bytes.error().describe();
+    } catch (const std::bad_alloc&) {
+      bad = "out of memory reading it";
+    }
+    finish(*task, bad);
+  }
+}
+
+void LoaderService::reader() {
+  {
+    std::lock_guard lock(mu_);
+    ++started_threads_;
+  }
+  work_.notify_all();
+  for (;;) {
+    // Take the next sample when there is room; block on the mutex's
+    // condition only when no read is in flight, else on the ring.
+    std::unique_ptr<Fetch> fetch;
+    {
+      std::unique_lock lock(mu_);
+      auto take = [&] {
+        if (epoch_failed_ || fetch_bytes_ >= read_ahead_bytes_ || fetched_.size() >= max_fetched_) return false;
+        auto task = scheduler_->next_task();
+        if (!task) return false;
+        if (spare_.empty()) {
+          fetch = std::make_unique<Fetch>();
+        } else {
+          fetch = std::move(spare_.back());
+          spare_.pop_back();
+        }
+        fetch->task = *task;
+        return true;
+      };
+      if (uring_->in_flight() == 0) {
+        work_.wait(lock, take);
+      } else {
+        take();
+      }
+    }
+    if (fetch) {
+      start_fetch(std::move(fetch));
+      if (uring_->in_flight() < uring_->depth()) continue;  // fill the ring before waiting on it
+    }
+    if (uring_->in_flight() == 0) continue;
+    auto finished = uring_->wait();
+    if (!finished) {
+      send(Failed{MLOS_ERR_SYSTEM, "reading samples: " + finished.error().describe()});
+      _exit(1);
+    }
+    std::vector<std::unique_ptr<Fetch>> done;
+    for (UringReads::Request* r : *finished) {
+      std::unique_ptr<Fetch> f(static_cast<Fetch*>(r->owner));
+      if (r->error != 0) {
+        f->error = r->error < 0 ? "short read of " + source_->describe(f->task.sample) + ": " +
+                                      std::to_string(r->done) + " of " + std::to_string(r->length) +
+                                      " bytes (the file shrank)"
+                                : make_sys_error(r->error, "cannot read " + source_->describe(f->task.sample),
+                                                 MLOS_ERR_IO).describe();
+      }
+      f->extent.owned.reset();  // a file of its own is closed once read
+      done.push_back(std::move(f));
+    }
+    if (done.empty()) continue;
     {
       std::lock_guard lock(mu_);
-      const bool current = task->generation == scheduler_->generation();
-      if (bad && current) {
-        send(BadSample{pass_, task->epoch, source_->describe(task->sample), *bad});
-        if (request_.flags & MLOS_DATALOAD_STRICT) {
-          if (!epoch_failed_) send(Failed{MLOS_ERR_INVALID_ARGUMENT, source_->describe(task->sample) + ": " + *bad});
-          epoch_failed_ = true;
-        }
-        ++skipped_;
+      for (auto& f : done) {
+        if (f->error) fetch_bytes_ -= f->extent.length;
+        fetched_.push_back(std::move(f));
       }
-      done = scheduler_->complete(*task, !bad);
     }
-    for (const auto& d : done) {
-      compact(d);
-      announce(d);
-    }
-    work_.notify_all();  // a stale batch may have freed its slot
+    work_.notify_all();
   }
+}
+
+void LoaderService::start_fetch(std::unique_ptr<Fetch> fetch) {
+  fetch->error.reset();
+  auto extent = source_->open_sample(fetch->task.sample);
+  if (extent) {
+    fetch->extent = std::move(*extent);
+    try {
+      fetch->buffer.ensure(fetch->extent.length);
+    } catch (const std::bad_alloc&) {
+      fetch->error = "out of memory reading it";
+    }
+  } else {
+    fetch->error = extent.error().describe();
+  }
+  if (fetch->error || fetch->extent.length == 0) {
+    // Nothing to read: an error, or an empty file (which the decoder
+    // reports as not an image).
+    fetch->extent.owned.reset();
+    if (fetch->error) fetch->extent.length = 0;
+    {
+      std::lock_guard lock(mu_);
+      fetched_.push_back(std::move(fetch));
+    }
+    work_.notify_all();
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    fetch_bytes_ += fetch->extent.length;
+  }
+  Fetch* f = fetch.release();  // owned by its read until the ring gives it back
+  f->read = UringReads::Request{f->extent.fd, f->extent.offset, f->buffer.data(), f->extent.length, 0, 0, f};
+  uring_->start(&f->read);
+}
+
+void LoaderService::finish(const BatchScheduler::Task& task, const std::optional<std::string>& bad) {
+  std::vector<BatchScheduler::Done> done;
+  {
+    std::lock_guard lock(mu_);
+    const bool current = task.generation == scheduler_->generation();
+    if (bad && current) {
+      send(BadSample{pass_, task.epoch, source_->describe(task.sample), *bad});
+      if (request_.flags & MLOS_DATALOAD_STRICT) {
+        if (!epoch_failed_) send(Failed{MLOS_ERR_INVALID_ARGUMENT, source_->describe(task.sample) + ": " + *bad});
+        epoch_failed_ = true;
+      }
+      ++skipped_;
+    }
+    done = scheduler_->complete(task, !bad);
+  }
+  for (const auto& d : done) {
+    compact(d);
+    announce(d);
+  }
+  work_.notify_all();  // a stale batch may have freed its slot
+}
+
+void LoaderService::on_free_slot(const FreeSlot& f) {
+  if (f.interval_us == 0) return;  // not a consumption report
+  const uint32_t delivered = scheduler_->delivered_slots();
+  const uint32_t ready = delivered > f.held ? delivered - f.held : 0;
+  const double share = std::min(1.0, static_cast<double>(f.waited_us) / static_cast<double>(f.interval_us));
+  governor_->on_release(ready, share);
 }
 
 void LoaderService::announce(const BatchScheduler::Done& done) {
@@ -236,7 +413,7 @@ void LoaderService::announce(const BatchScheduler::Done& done) {
     return;
   }
   const auto skipped = static_cast<uint32_t>(done.failed.size());
-  send(BatchReady{pass_, done.epoch, done.batch, done.slot, done.size - skipped, skipped});
+  send(BatchReady{pass_, done.epoch, done.batch, done.slot, done.size - skipped, skipped, governor_->active()});
   if (++announced_ == scheduler_->batches()) send(EpochEnd{pass_, done.epoch, announced_, skipped_});
 }
 

@@ -4,15 +4,22 @@
 // contract and loader_protocol.h for the messages.
 //
 // Threads: the main thread reads the socket (epochs, freed slots, stop)
-// and is the only one to block on it; N workers take samples from the
-// BatchScheduler under one mutex, read and decode them without it, and
-// announce a batch when they complete it. A stop, or the end of the
-// trainer (its socket closing), ends the helper at once (_exit): workers
-// are never joined.
+// and is the only one to block on it. With io_uring (the default), one
+// reader thread takes samples from the BatchScheduler in order, opens them
+// and keeps up to kUringDepth reads in flight, within the read-ahead bound;
+// N workers decode what it read. Without (MLOS_DATALOAD_PREAD, or the
+// kernel refused a ring), each worker takes a sample, reads it with pread
+// and decodes it. Either way a worker announces a batch when it completes
+// it, and the WorkerGovernor decides how many workers may work (the rest
+// wait, parked). A stop, or the end of the trainer (its socket closing),
+// ends the helper at once (_exit): threads are never joined.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +33,8 @@
 #include "dataload/loader_protocol.h"
 #include "dataload/sample_decode.h"
 #include "dataload/sample_source.h"
+#include "dataload/uring_reads.h"
+#include "dataload/worker_governor.h"
 #include "os/memory_arena.h"
 
 namespace mlos::dataload {
@@ -37,12 +46,35 @@ class LoaderService {
   int run();
 
  private:
-  // Opens the source, maps the arena, checks the slots, starts the workers
-  // and confines the process. The error goes back to the trainer.
+  // A sample the reader thread read (or failed to) for a worker to decode.
+  struct Fetch {
+    BatchScheduler::Task task{};
+    SampleExtent extent;
+    ScratchBuffer buffer;
+    UringReads::Request read;
+    std::optional<std::string> error;
+  };
+
+  // Opens the source, maps the arena, checks the slots, sets up the reader,
+  // starts the threads and confines the process. The error goes back to
+  // the trainer.
   Status begin(const StartRequest& request);
-  void worker();
-  // Reads and decodes one sample into its place; the reason when it is bad.
-  std::optional<std::string> decode(const BatchScheduler::Task& task, DecodeScratch& scratch, ScratchBuffer& file);
+  // Chooses io_uring or pread and the read-ahead bound, noting why.
+  void choose_reader(const StartRequest& request);
+  void worker(uint32_t index);
+  void reader();
+  // Opens the sample and queues its read; a failure becomes a Fetch with
+  // an error, handed to the workers at once.
+  void start_fetch(std::unique_ptr<Fetch> fetch);
+  // Under mu_: whether worker `index` may work now.
+  bool may_work(uint32_t index) const { return index < governor_->active(); }
+  // Decodes one sample's bytes into its place; the reason when it is bad.
+  std::optional<std::string> decode(const BatchScheduler::Task& task, std::span<const uint8_t> bytes,
+                                    DecodeScratch& scratch);
+  // Records a decoded (or bad) sample and announces the batches it completes.
+  void finish(const BatchScheduler::Task& task, const std::optional<std::string>& bad);
+  // The trainer gave a slot back: the governor's step.
+  void on_free_slot(const FreeSlot& f);
   // Moves the good samples of a batch with bad ones to its front.
   void compact(const BatchScheduler::Done& done);
   void announce(const BatchScheduler::Done& done);
@@ -65,8 +97,19 @@ class LoaderService {
   uint64_t announced_ = 0;     // batches of the current epoch sent
   uint64_t pass_ = 0;          // the trainer's number for the current epoch request
   uint32_t worker_count_ = 0;  // set before the workers start
-  uint32_t started_workers_ = 0;
-  std::vector<std::thread> workers_;
+  uint32_t started_threads_ = 0;
+  std::vector<std::thread> threads_;
+  std::optional<WorkerGovernor> governor_;
+
+  // The io_uring reader; null when reading with pread.
+  std::unique_ptr<UringReads> uring_;
+  uint32_t reader_kind_ = 0;       // an mlos_dataload_reader_t
+  std::string reader_notes_;
+  uint64_t read_ahead_bytes_ = 0;  // bound on fetch_bytes_
+  uint32_t max_fetched_ = 0;       // bound on fetched_.size()
+  uint64_t fetch_bytes_ = 0;       // bytes of samples opened and not yet decoded
+  std::deque<std::unique_ptr<Fetch>> fetched_;  // read, waiting for a worker
+  std::vector<std::unique_ptr<Fetch>> spare_;   // kept with their buffers
   std::mutex send_mu_;
 };
 

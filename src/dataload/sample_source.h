@@ -21,8 +21,20 @@
 
 #include "core/status.h"
 #include "dataload/scratch_buffer.h"
+#include "os/unique_fd.h"
 
 namespace mlos::dataload {
+
+// Where one sample's encoded bytes are: `length` bytes at `offset` of
+// descriptor `fd`. For a file per sample, the file was opened for it
+// (`owned`, closed with the extent); for a shard member, fd is the shard's,
+// open as long as the source is.
+struct SampleExtent {
+  os::UniqueFd owned;
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
 
 class SampleSource {
  public:
@@ -32,14 +44,18 @@ class SampleSource {
   virtual int64_t label(size_t i) const = 0;
   // Names sample i in error reports: its path, or "shard.tar:member".
   virtual std::string describe(size_t i) const = 0;
-  // Sample i's encoded bytes, read into `buffer` (grown as needed); the
-  // span points into it and is valid until the buffer is next used.
-  // MLOS_ERR_IO with the path and errno when the file is gone, unreadable
-  // or shorter than indexed (deleted or truncated mid-epoch);
-  // MLOS_ERR_INVALID_ARGUMENT for i >= size() or a sample over
-  // SourceOptions::max_sample_bytes (refused before allocating).
-  // Thread-safe: concurrent calls need only distinct buffers.
-  virtual Result<std::span<const uint8_t>> read(size_t i, ScratchBuffer& buffer) const = 0;
+  // Where sample i's bytes are, without reading them: for a file per
+  // sample, its file opened (O_RDONLY) and its size taken. MLOS_ERR_IO
+  // with the path and errno when the file is gone or unreadable;
+  // MLOS_ERR_INVALID_ARGUMENT for i >= size(), a file that is not regular,
+  // or a sample over SourceOptions::max_sample_bytes. Thread-safe.
+  virtual Result<SampleExtent> open_sample(size_t i) const = 0;
+  // Sample i's encoded bytes, read with pread into `buffer` (grown as
+  // needed); the span points into it and is valid until the buffer is next
+  // used. open_sample's errors, and MLOS_ERR_IO when the file is shorter
+  // than its extent (truncated mid-epoch). Thread-safe: concurrent calls
+  // need only distinct buffers.
+  Result<std::span<const uint8_t>> read(size_t i, ScratchBuffer& buffer) const;
   // Hint that sample i is read soon: posix_fadvise(POSIX_FADV_WILLNEED)
   // on its bytes. May do nothing; never fails. Thread-safe.
   virtual void will_read(size_t i) const { (void)i; }

@@ -61,7 +61,7 @@ class TarShardSource final : public SampleSource {
     if (i >= samples_.size()) return "<sample " + std::to_string(i) + " out of range>";
     return shards_[samples_[i].shard] + ":" + samples_[i].member;
   }
-  Result<std::span<const uint8_t>> read(size_t i, ScratchBuffer& buffer) const override {
+  Result<SampleExtent> open_sample(size_t i) const override {
     if (i >= samples_.size()) {
       return make_error(MLOS_ERR_INVALID_ARGUMENT, "sample " + std::to_string(i) + " out of range (" +
                                                        std::to_string(samples_.size()) + " samples)");
@@ -72,11 +72,11 @@ class TarShardSource final : public SampleSource {
                                                        " bytes, over the limit of " +
                                                        std::to_string(options_.max_sample_bytes));
     }
-    uint8_t* data = buffer.ensure(s.size);
-    if (Status st = pread_exact(fds_[s.shard].get(), s.offset, {data, s.size}, describe(i)); !st.ok()) {
-      return st.error();
-    }
-    return std::span<const uint8_t>(data, s.size);
+    SampleExtent extent;
+    extent.fd = fds_[s.shard].get();
+    extent.offset = s.offset;
+    extent.length = s.size;
+    return extent;
   }
   void will_read(size_t i) const override {
     if (i < samples_.size()) advise_will_need(fds_[samples_[i].shard].get(), samples_[i].offset, samples_[i].size);

@@ -57,7 +57,12 @@ constexpr AllowedCall kAllowed[] = {
 // The data-loading helper's additions: reading the job's files (images,
 // shards) that it opens as it goes, never writing or creating one.
 constexpr AllowedCall kLoaderExtra[] = {
-    {"openat", false, true}, {"pread64"}, {"lseek"}, {"fstat"}, {"newfstatat"}, {"statx"}, {"fadvise64"},
+    {"openat", false, true}, {"pread64"}, {"preadv2"}, {"lseek"}, {"fstat"}, {"newfstatat"}, {"statx"},
+    {"fadvise64"},
+    // Driving its io_uring ring, created before the lock-down and restricted
+    // to IORING_OP_READ (dataload/uring_reads.h); no new ring, no
+    // registration.
+    {"io_uring_enter"},
 };
 // clang-format on
 

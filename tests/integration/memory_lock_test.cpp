@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "integration/job_request.h"
 #include "integration/proc_observer.h"
 
 using namespace mlos_test;
@@ -12,18 +13,11 @@ using namespace mlos_test;
 namespace {
 constexpr size_t kMiB = 1 << 20;
 
-mlos_training_resources_t* request(size_t memory_bytes) {
-  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = memory_bytes, .numa_node_preference = -1,
-                                          .priority = 0, .exclusive_cpus = false};
-  mlos_training_resources_t* res = nullptr;
-  EXPECT_EQ(mlos_training_request_resources(&req, &res), MLOS_OK) << mlos_last_error_message();
-  return res;
-}
 }  // namespace
 
 TEST(MemoryLock, CheckpointBufferIsLockedUntilFreed) {
   SKIP_IF_MLOCK_UNOBSERVABLE();
-  mlos_training_resources_t* res = request(0);
+  mlos_training_resources_t* res = request_test_job(0);
   const long before = vm_locked_kb();
   void* buf = mlos_training_alloc_checkpoint_buffer(res, 16 * kMiB);
   if (buf == nullptr && mlos_last_error() == MLOS_ERR_LOCK_LIMIT) {
@@ -40,7 +34,7 @@ TEST(MemoryLock, CheckpointBufferIsLockedUntilFreed) {
 
 TEST(MemoryLock, ReleaseFreesCheckpointBuffers) {
   SKIP_IF_MLOCK_UNOBSERVABLE();
-  mlos_training_resources_t* res = request(0);
+  mlos_training_resources_t* res = request_test_job(0);
   const long before = vm_locked_kb();
   void* a = mlos_training_alloc_checkpoint_buffer(res, 3 * kMiB + 1);  // rounded up to pages
   ASSERT_NE(a, nullptr) << mlos_last_error_message();
@@ -51,7 +45,7 @@ TEST(MemoryLock, ReleaseFreesCheckpointBuffers) {
 
 TEST(MemoryLock, CheckpointBuffersCountAgainstTheBudget) {
   SKIP_IF_MLOCK_UNOBSERVABLE();
-  mlos_training_resources_t* res = request(8 * kMiB);
+  mlos_training_resources_t* res = request_test_job(8 * kMiB);
   void* a = mlos_training_alloc_checkpoint_buffer(res, 6 * kMiB);
   ASSERT_NE(a, nullptr) << mlos_last_error_message();
   const long locked = vm_locked_kb();
@@ -68,7 +62,7 @@ TEST(MemoryLock, CheckpointBuffersCountAgainstTheBudget) {
 
 TEST(MemoryLock, GradientBuffersLockedFromBackwardUntilIdle) {
   SKIP_IF_MLOCK_UNOBSERVABLE();
-  mlos_training_resources_t* res = request(0);
+  mlos_training_resources_t* res = request_test_job(0);
   const size_t bytes = 4 * kMiB;
   void* grads = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(grads, MAP_FAILED);

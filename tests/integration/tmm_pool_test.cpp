@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "integration/child_process.h"
+#include "integration/job_request.h"
 #include "integration/proc_observer.h"
 
 using namespace mlos_test;
@@ -82,13 +83,6 @@ int node_of_page(void* addr) {
   return status[0];
 }
 
-mlos_training_resources_t* request_job(uint64_t memory_bytes) {
-  mlos_training_resource_request_t req = {.num_cpus = 1, .memory_bytes = memory_bytes, .numa_node_preference = -1,
-                                          .priority = 0, .exclusive_cpus = false};
-  mlos_training_resources_t* res = nullptr;
-  EXPECT_EQ(mlos_training_request_resources(&req, &res), MLOS_OK) << mlos_last_error_message();
-  return res;
-}
 }  // namespace
 
 TEST(TensorPool, BuffersArePageAlignedClassSizedAndReusedByClass) {
@@ -295,7 +289,7 @@ TEST(TensorPool, ANodeThatIsNotOnlineIsRefused) {
 }
 
 TEST(TensorPool, AJobsPoolUsesItsNodesAndCountsAgainstItsMemory) {
-  mlos_training_resources_t* job = request_job(8 * kMiB);
+  mlos_training_resources_t* job = request_test_job(8 * kMiB);
   ASSERT_NE(job, nullptr);
   mlos_tmm_pool_t* first = make_pool(5 * kMiB, 0, MLOS_TMM_NODE_AUTO, job);
   ASSERT_NE(first, nullptr);
@@ -313,7 +307,7 @@ TEST(TensorPool, AJobsPoolUsesItsNodesAndCountsAgainstItsMemory) {
   EXPECT_EQ(mlos_tmm_release(first, b.data), MLOS_OK);
   EXPECT_EQ(mlos_tmm_pool_destroy(first), MLOS_OK);
 
-  job = request_job(8 * kMiB);
+  job = request_test_job(8 * kMiB);
   first = make_pool(5 * kMiB, 0, MLOS_TMM_NODE_AUTO, job);
   ASSERT_EQ(mlos_tmm_pool_destroy(first), MLOS_OK);  // gives its 5 MiB back
   ASSERT_EQ(mlos_tmm_pool_create(job, &o, &second), MLOS_OK) << mlos_last_error_message();

@@ -344,4 +344,14 @@ TEST(Sandbox, TheAllowlistHasTheHostsCallsAndNothingThatOpensOrSpawns) {
                                 "fork", "vfork", "setrlimit", "prlimit64", "prctl", "seccomp"}) {
     EXPECT_FALSE(names.count(forbidden)) << forbidden;
   }
+  // The data loader's profile adds reading files and driving the io_uring
+  // ring it made before the lock-down: no new ring (it would have no
+  // restriction), no registration.
+  auto loader = mlos::os::sandbox_allowed_syscalls(mlos::os::SyscallProfile::kDataLoader);
+  std::set<std::string> loader_names(loader.begin(), loader.end());
+  for (const char* needed : {"openat", "pread64", "io_uring_enter"}) EXPECT_TRUE(loader_names.count(needed)) << needed;
+  for (const char* forbidden : {"io_uring_setup", "io_uring_register", "execve", "socket", "clone", "clone3"}) {
+    EXPECT_FALSE(loader_names.count(forbidden)) << forbidden;
+  }
+  EXPECT_FALSE(names.count("io_uring_enter"));
 }

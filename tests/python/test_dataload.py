@@ -146,3 +146,23 @@ def test_webdataset_shards_and_a_file_list(tmp_path):
     batches = [(x.clone(), ys.tolist()) for x, ys in listed]
     assert sorted(y for _, ys in batches for y in ys) == sorted(labels)
     assert batches[0][0].dtype == torch.uint8 and batches[0][0].shape[1:] == (3, 16, 16)
+
+
+def test_the_reader_is_chosen_reported_and_gives_the_same_pixels(folder):
+    auto = ImageLoader(folder, batch_size=7, size=16, layout="uint8_hwc", seed=3, in_order=True, workers=2)
+    pread = ImageLoader(folder, batch_size=7, size=16, layout="uint8_hwc", seed=3, in_order=True, workers=2,
+                        reader="pread")
+    with open("/proc/sys/kernel/io_uring_disabled") as f:
+        uring_allowed = f.read().strip() == "0"
+    stats = auto.stats()
+    assert stats["reader"] == ("io_uring" if uring_allowed else "pread"), auto.notes
+    assert stats["workers"] == 2 and stats["read_ahead_bytes"] > 0 and stats["batches"] == 0
+    assert any(line.startswith("reader: ") for line in auto.notes)
+    assert pread.stats()["reader"] == "pread" and "MLOS_DATALOAD_PREAD" in pread.notes[0]
+    a = [x.clone() for x, _ in auto]
+    b = [x.clone() for x, _ in pread]
+    assert len(a) == 1 and torch.equal(a[0], b[0])
+    assert auto.stats()["batches"] == 1 and auto.stats()["wait_seconds"] >= 0
+    with pytest.raises(MLOSError) as e:
+        ImageLoader(folder, reader="mmap")
+    assert e.value.code == CODES["INVALID_ARGUMENT"]
