@@ -17,11 +17,14 @@ case "$sanitizers" in
   thread) dir=build-tsan ;;
   *) dir=build-$(echo "$sanitizers" | tr ',' '-') ;;
 esac
-MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_two_jobs_client mlos_pressure_trainer mlos_memory_hog" \
+MLOS_BUILD_DIR=$dir MLOS_BUILD_TARGETS="mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_two_jobs_client mlos_pressure_trainer mlos_memory_hog mlos_dataload_job_client" \
   bash scripts/build.sh -DMLOS_SANITIZE="$sanitizers" -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 # hwloc's PCI plugin leaks about 1 KB per process (see scripts/test.sh).
 export HWLOC_COMPONENTS=-pci
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# The sanitized library starts the optimised build's data-loading helper
+# (sanitizer runtimes do not survive its seccomp filter; see scripts/test.sh).
+export MLOS_DATALOAD_HELPER=${MLOS_DATALOAD_HELPER:-$PWD/build/bin/mlos-dataload}
 MLOS_BUILD_DIR=$dir python3 -m pytest -q -p no:cacheprovider tests/e2e -k "daemon or one_book or node_confinement"

@@ -19,6 +19,7 @@ packages=(
   libspng-dev                   # dataload: PNG decoding
   libopencv-imgproc-dev         # dataload: antialiased resize (OpenCV imgproc and core only)
   liburing-dev                  # dataload: reading samples through io_uring
+  libtcmalloc-minimal4 libjemalloc2  # mlos run: the allocators it chooses between (docs/tuning.md)
   util-linux                    # taskset, ionice (tests)
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
