@@ -105,8 +105,12 @@ def main():
             # slow phase of the machine does not land on one configuration.
             order = names[rep % len(names):] + names[:rep % len(names)]
             for name in order:
+                # A fresh tuning store for every run: the suite measures what
+                # mlos run does for a command it has never seen (its default
+                # allocator); headline.py measures it after its trials.
+                run_env = {**env, "MLOS_TUNE_DIR": str(work / f"tune-{sc.name}-{rep}-{names.index(name)}")}
                 try:
-                    runs[name].append(run_together(sc.configs[name], env, sc.neighbour))
+                    runs[name].append(run_together(sc.configs[name], run_env, sc.neighbour))
                 except Failed as e:
                     sys.exit(f"bench suite: {sc.name} / {name}: {e}")
                 print(f"[{time.monotonic() - t_start:6.0f} s] {sc.name:12s} rep {rep + 1}/{reps} {name}: "

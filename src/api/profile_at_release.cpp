@@ -26,6 +26,8 @@ void report_profile_if_asked(const Job& job, const void* handle) {
   f.communication_ns = comm.nanoseconds;
   f.collective_calls = comm.calls;
   f.collective_bytes = comm.bytes;
+  if (const char* t = std::getenv("MLOS_TUNE_CHOICE"); t != nullptr) f.tuning = t;
+  if (const char* r = std::getenv("MLOS_TUNE_REASON"); r != nullptr) f.tuning_reason = r;
   const std::string text = format_profile(f);
   const bool to_stderr = std::strcmp(where, "1") == 0 || std::strcmp(where, "stderr") == 0;
   const int fd = to_stderr ? STDERR_FILENO : ::open(where, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -13,6 +13,7 @@
 #include "api/handle_registry.h"
 #include "api/last_error.h"
 #include "api/profile_at_release.h"
+#include "api/tuning_evidence_at_release.h"
 #include "core/phase_policy.h"
 #include "engine/job.h"
 #include "engine/rank_bound.h"
@@ -124,6 +125,7 @@ int mlos_training_release_resources(mlos_training_resources_t* resources) {
     // A forked child's copy of its parent's handle is only forgotten.
     if (job->creator_pid() != mlos::os::self_pid()) return static_cast<int>(MLOS_OK);
     mlos::api::report_profile_if_asked(*job, resources);
+    mlos::api::record_step_time_if_asked(*job);
     mlos::CollectiveGroups::instance().drop(resources);
     return mlos::to_code(job->release());
   });

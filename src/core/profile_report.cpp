@@ -40,6 +40,8 @@ std::string format_profile(const ProfileFigures& f) {
                 static_cast<double>(f.communication_ns) / 1e9, share(f.communication_ns),
                 static_cast<unsigned long long>(f.collective_calls), human_bytes(f.collective_bytes).c_str());
   }
+  // Not through line(): the reason can be longer than its buffer.
+  if (!f.tuning.empty()) out += "  tuning: " + f.tuning + (f.tuning_reason.empty() ? "" : " (" + f.tuning_reason + ")") + "\n";
   return out;
 }
 

@@ -19,6 +19,10 @@ struct ProfileFigures {
   uint64_t communication_ns = 0;
   uint64_t collective_calls = 0;
   uint64_t collective_bytes = 0;
+  // mlos run's start-up choice for the command and why (MLOS_TUNE_CHOICE,
+  // MLOS_TUNE_REASON; docs/tuning.md), "" if none.
+  std::string tuning;
+  std::string tuning_reason;
 };
 
 // Lines like
@@ -27,6 +31,7 @@ struct ProfileFigures {
 //     DATA_LOADING        7.48   60.8%       10
 //   ...
 //     (communication)     0.52    4.2%      30 calls, 1.2 MiB
+//     tuning: tcmalloc (why)
 // Shares are of the sum of the phases (the job's life); communication
 // overlaps the phases and is shown apart.
 std::string format_profile(const ProfileFigures& f);

@@ -3,8 +3,8 @@
 MLOS_BUILD_DIR   build tree holding bin/mlos (default: <repo>/build)
 MLOS_FIXTURES_DIR topology fixtures (default: <repo>/tests/fixtures)
 
-Every test gets its own MLOS_RUNTIME_DIR under tmp_path, so claims made by
-one test are never seen by another.
+Every test gets its own MLOS_RUNTIME_DIR and MLOS_TUNE_DIR under tmp_path,
+so claims made and tuning learnt by one test are never seen by another.
 """
 import json
 import os
@@ -33,6 +33,12 @@ _MLOS_ENV = (
     "MLOS_PROFILE",
     "MLOS_THREAD_ENV",
     "MLOS_RANK_SPLIT",
+    "MLOS_TUNE_DIR",
+    "MLOS_TUNE_CHOICE",
+    "MLOS_TUNE_REASON",
+    "MLOS_TUNE_EVIDENCE",
+    "MLOS_ALLOCATOR_DIRS",
+    "LD_PRELOAD",
     "LOCAL_RANK",
     "LOCAL_WORLD_SIZE",
 )
@@ -86,6 +92,7 @@ class Mlos:
     def env(self, extra=None) -> dict:
         env = {k: v for k, v in os.environ.items() if k not in _MLOS_ENV and k not in _THREAD_ENV}
         env["MLOS_RUNTIME_DIR"] = str(self.runtime)
+        env["MLOS_TUNE_DIR"] = str(self.runtime.parent / "tune")
         env["LC_ALL"] = "C"
         if extra:
             env.update(extra)

@@ -134,7 +134,8 @@ class Daemon:
 
     def client_env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
-        env.update(MLOS_MODE="daemon", MLOS_DAEMON_SOCKET=str(self.socket), MLOS_RUNTIME_DIR=str(self.dir))
+        env.update(MLOS_MODE="daemon", MLOS_DAEMON_SOCKET=str(self.socket), MLOS_RUNTIME_DIR=str(self.dir),
+                   MLOS_TUNE_DIR=str(self.dir / "tune"))
         return env
 
     def cgroup_dir(self, controller, job=None):

@@ -1,7 +1,7 @@
 """Tests of the installed mlos_training package (pip install ./python).
 
 Run with the interpreter the package is installed in (scripts/test.sh uses
-/opt/mlos/venv). Every test gets its own MLOS_RUNTIME_DIR and the embedded
+/opt/mlos/venv). Every test gets its own MLOS_RUNTIME_DIR, MLOS_TUNE_DIR and the embedded
 engine, so no daemon or earlier claim is involved."""
 import os
 import sys
@@ -23,12 +23,14 @@ def mlos_cli():
 
 def clean_env(tmp_path, **extra):
     """This process's environment without mlOS or launcher variables, with
-    a private runtime directory and the embedded engine."""
+    a private runtime directory and tuning store (mlos run's choices are
+    learnt per test, not across tests) and the embedded engine."""
     drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLOS_", "TORCHELASTIC_")) and k not in drop}
     runtime = tmp_path / "runtime"
     runtime.mkdir(exist_ok=True)
-    env.update(MLOS_RUNTIME_DIR=str(runtime), MLOS_MODE="embedded", MLOS_COLLECTIVE_HOST="127.0.0.1")
+    env.update(MLOS_RUNTIME_DIR=str(runtime), MLOS_TUNE_DIR=str(tmp_path / "tune"), MLOS_MODE="embedded",
+               MLOS_COLLECTIVE_HOST="127.0.0.1")
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -20,6 +20,15 @@ TEST(ProfileReport, SharesAreOfTheSumOfThePhases) {
   EXPECT_NE(text.find("  DATA_LOADING          6.00   60.0%      100\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  BACKWARD              1.00   10.0%        0\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("communication"), std::string::npos);  // no collectives, no line
+  EXPECT_EQ(text.find("tuning"), std::string::npos);         // no mlos run choice, no line
+}
+
+TEST(ProfileReport, MlosRunsTuningChoiceIsTheLastLine) {
+  ProfileFigures f;
+  f.tuning = "tcmalloc";
+  f.tuning_reason = std::string(300, 'r');  // longer than a formatted line's buffer
+  const std::string text = format_profile(f);
+  EXPECT_NE(text.find("  tuning: tcmalloc (" + std::string(300, 'r') + ")\n"), std::string::npos) << text;
 }
 
 TEST(ProfileReport, CommunicationIsShownApartWithCallsAndBytes) {

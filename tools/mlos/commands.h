@@ -30,6 +30,8 @@ struct RunOptions {
   bool no_thread_env = false;
   bool no_python_hooks = false;  // do not set MLOS_PYTHON_HOOKS=1
   bool profile = false;          // MLOS_PROFILE=stderr: the phase profile at exit
+  bool no_tune = false;          // no start-up tuning (allocator, its options): run_tuning.h
+  bool explain = false;          // print the tuning choice and why on stderr
   bool dry_run = false;
   bool json = false;
   bool verbose = false;

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
       "mlosd's exit status, or 126/127 if mlosd cannot be run / was not found.\n"
       "Environment: MLOS_MODE (auto | daemon | embedded: whose book `mlos run` claims in; auto: mlosd when it "
       "answers), MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
-      "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology).");
+      "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology), MLOS_TUNE_DIR "
+      "(what `mlos run` learnt per command), MLOS_ALLOCATOR_DIRS (where it looks for allocators).");
 
   TopoOptions topo;
   auto* topo_cmd = app.add_subcommand("topo", "Show NUMA nodes, cores, allowed CPUs and GPUs as mlOS sees them");
@@ -80,6 +81,12 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--profile", run.profile,
                     "Print the phase profile (seconds and share per phase) on stderr when CMD releases its "
                     "allocation or exits (sets MLOS_PROFILE=stderr)");
+  run_cmd->add_flag("--no-tune", run.no_tune,
+                    "Start CMD with the environment as it is: no allocator preloaded, no allocator options, no "
+                    "step times recorded (docs/tuning.md)");
+  run_cmd->add_flag("--explain", run.explain,
+                    "Print on stderr which start-up settings CMD gets (allocator, its options) and why: the "
+                    "default for its kind of command, a trial, or its earlier runs' step times");
   run_cmd->add_option("--label", run.label,
                       "Name shown by `mlos status`, UTF-8 (default: CMD, bytes that are not UTF-8 shown as U+FFFD)");
   run_cmd

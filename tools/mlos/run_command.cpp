@@ -27,6 +27,7 @@
 #include "engine/ledger_claim_broker.h"
 #include "os/kernel.h"
 #include "policy/policy_catalog.h"
+#include "run_tuning.h"
 
 namespace mlos::cli {
 
@@ -260,6 +261,8 @@ int run_run(const RunOptions& o) {
   // automatic phases without changing a line. Inert for anything else.
   if (!o.no_python_hooks) setenv("MLOS_PYTHON_HOOKS", "1", 1);
   if (o.profile) setenv("MLOS_PROFILE", "stderr", 1);
+  const TuningReport tuning = o.no_tune ? skip_run_tuning() : apply_run_tuning(o.command, o.cpus);
+  if (o.explain && !o.json) std::cerr << tuning.text() << "\n";
   if (o.verbose || o.json) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
@@ -267,6 +270,7 @@ int run_run(const RunOptions& o) {
     const std::vector<std::string>& policies = handed.empty() ? grant->policies : handed;
     j["policies"] = policies;
     j["command"] = o.command;
+    j["tuning"] = tuning.to_json();
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
                                           std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)" +
                                           policies_text(policies))

@@ -17,6 +17,8 @@ import time
 import torch
 from torch import nn
 
+from process_facts import runtime_libraries
+
 
 def model():
     return nn.Sequential(
@@ -93,7 +95,8 @@ def main():
         if now - t0 >= a.seconds:
             break
     print(json.dumps({"samples_per_s": samples / (now - t0), "steps": steps, "seconds": now - t0,
-                      "threads": torch.get_num_threads(), "cpus": sorted(os.sched_getaffinity(0))}), flush=True)
+                      "threads": torch.get_num_threads(), "cpus": sorted(os.sched_getaffinity(0)),
+                      **runtime_libraries()}), flush=True)
 
 
 if __name__ == "__main__":
