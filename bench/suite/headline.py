@@ -139,7 +139,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="every step once, for a fraction of a second (checks it runs)")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "latest")
     ap.add_argument("--build", type=Path, default=REPO / "build")
+    ap.add_argument("--report-only", action="store_true",
+                    help="print the table and redraw headline.png from DIR/headline.json without measuring")
     a = ap.parse_args()
+    if a.report_only:
+        results = json.loads((a.out / "headline.json").read_text())
+        plot(results, a.out / "headline.png")
+        print(table(results))
+        return
     reps = 1 if a.quick else a.reps
     cli = str(a.build / "bin" / "mlos")
     work = Path(tempfile.mkdtemp(prefix="mlos-headline-"))
@@ -195,6 +202,7 @@ def main():
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "headline.json").write_text(json.dumps(results, indent=1) + "\n")
         shutil.rmtree(work, ignore_errors=True)
+    plot(results, a.out / "headline.png")
     print(table(results))
 
 
@@ -210,6 +218,32 @@ def table(results):
         rows.append(f"| {w} | {cell(g)} | {cell(an)} {r['best_anchor'][8:]} | {cell(ex)} {r['best_expert'][8:]} | "
                     f"{cell(m)} | {m['median'] / g['median']:.2f} | {m['median'] / an['median']:.2f} |")
     return "\n".join(rows)
+
+
+def plot(results, path):
+    """One panel per workload: each configuration's median over generic's,
+    with its min-max range."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws = results["workloads"]
+    fig, axes = plt.subplots(1, len(ws), figsize=(3.4 * len(ws), 3.6), squeeze=False)
+    for ax, (w, r) in zip(axes[0], ws.items()):
+        s = r["summary"]
+        names = ["generic", r["best_anchor"], r["best_expert"], "mlOS"]
+        base = s["generic"]["median"]
+        med = [s[n]["median"] / base for n in names]
+        err = [[(s[n]["median"] - s[n]["min"]) / base for n in names], [(s[n]["max"] - s[n]["median"]) / base for n in names]]
+        ax.bar(range(4), med, yerr=err, capsize=3, color=["tab:gray", "tab:orange", "tab:blue", "tab:green"])
+        ax.axhline(1.0, color="black", linewidth=0.6)
+        labels = ["generic", "anchor\n" + names[1][8:], "expert\n" + names[2][8:], "mlOS"]
+        ax.set_xticks(range(4), labels, fontsize=6, rotation=25, ha="right")
+        ax.set_title(w, fontsize=9)
+    axes[0][0].set_ylabel("samples/s over generic (median, min-max)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
