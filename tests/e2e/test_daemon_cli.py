@@ -125,6 +125,8 @@ def test_status_json_and_text_show_the_daemon_jobs(mlos, daemon, demo):
     j = mlos.json("status", "--json", env={"MLOS_DAEMON_SOCKET": str(daemon.socket)})
     assert j["source"] == "mlosd"
     assert any(x["pid"] == demo.pid for x in j["jobs"])
+    # mlos-demo was started without mlos run: no tuning choice to show.
+    assert all(x["tuning"] == "" for x in j["jobs"] if x["pid"] == demo.pid)
 
     r = mlos.run("status", "--socket", str(daemon.socket))
     assert r.returncode == 0, mlos.describe(r)
@@ -138,7 +140,7 @@ def test_status_json_and_text_show_the_daemon_jobs(mlos, daemon, demo):
     header = next(i for i, l in enumerate(lines) if l.split()[:1] == ["JOB"])
     assert all(l.startswith("uid ") for l in lines[3:header]) and header > 3, lines
     assert lines[header].split() == ["JOB", "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s",
-                                     "POLICIES"]
+                                     "TUNING", "POLICIES"]
     row = next(cols for cols in (l.split() for l in lines[header + 1:]) if cols[2] == str(demo.pid))
     assert row[0] == str(job["job"])
     assert row[6] in PHASES

@@ -129,3 +129,27 @@ def test_step_times_decide_the_next_runs_of_a_command(mlos):
     # The fourth run's pick is the candidate with the lowest step time.
     assert head + min(first_ms, key=first_ms.get) + "\n" in told[3] or \
         head + min(first_ms, key=first_ms.get) + " (" in told[3], (first_ms, told[3])
+
+
+def test_status_shows_what_a_running_job_was_given(mlos):
+    """`mlos status` reads the choice from the job's own environment
+    (/proc/<pid>/environ); a claim made without tuning shows none."""
+    tcmalloc()
+    tuned = mlos.popen("run", "--cpus", "1", "--", "sleep", "30")
+    plain = mlos.popen("run", "--cpus", "1", "--no-tune", "--", "sleep", "30")
+    try:
+        wait_for_exec(tuned, "sleep")
+        wait_for_exec(plain, "sleep")
+        claims = {c["pid"]: c for c in mlos.status()["claims"]}
+        assert claims[tuned.pid]["tuning"] == "glibc"  # sleep is not Python: the default for other commands
+        assert claims[plain.pid]["tuning"] == ""
+        r = mlos.run("status")
+        assert r.returncode == 0, mlos.describe(r)
+        header = next(l for l in r.stdout.splitlines() if l.split()[:1] == ["ID"])
+        assert header.split()[-2:] == ["TUNING", "LABEL"]
+        rows = {int(l.split()[1]): l.split() for l in r.stdout.splitlines() if l.split()[:1] != ["ID"] and
+                len(l.split()) > 2 and l.split()[1].isdigit()}
+        assert rows[tuned.pid][-2:] == ["glibc", "sleep"] and rows[plain.pid][-2:] == ["-", "sleep"], rows
+    finally:
+        kill_and_reap(tuned)
+        kill_and_reap(plain)
