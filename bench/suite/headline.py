@@ -39,7 +39,8 @@ from run import machine, shown  # noqa: E402
 MULTIARCH = Path("/usr/lib/x86_64-linux-gnu")
 TCMALLOC = MULTIARCH / "libtcmalloc_minimal.so.4"
 JEMALLOC = MULTIARCH / "libjemalloc.so.2"
-ANCHOR = [sys.executable, "-m", "torch.backends.xeon.run_cpu", "--no-python"]
+# Its --no-python (added last) makes it exec the job's own "python SCRIPT" as given.
+ANCHOR = [sys.executable, "-m", "torch.backends.xeon.run_cpu"]
 MLOS_LEARNING_RUNS = 4  # mlos run's candidates for a Python command (docs/tuning.md)
 
 
@@ -111,7 +112,7 @@ def configs(cli, ncpu, workload, base_env, work, tune_dir):
     out = {"generic": Config("generic", Job("train", script, args), base_env)}
     anchor_env = {**base_env, "CONDA_PREFIX": anchor_prefix(work)}
     for name, flags in anchor_variants().items():
-        out[name] = Config(name, Job("train", script, args, [*ANCHOR[:3], *flags, ANCHOR[3]]), anchor_env)
+        out[name] = Config(name, Job("train", script, args, [*ANCHOR, *flags, "--no-python"]), anchor_env)
     for name, (env, extra) in expert_factors().items():
         out[name] = Config(name, Job("train", script, [*args, *extra]), {**base_env, **env})
     out["mlOS"] = Config("mlOS", Job("train", script, args, [cli, "run", "--cpus", str(ncpu), "--"]),

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "os/durable_file.h"
+#include "os/make_directories.h"
 #include "os/process_info.h"
 #include "os/unique_fd.h"
 
@@ -46,14 +47,7 @@ std::string default_runtime_dir() {
 }
 
 Status LedgerFile::ensure_dir() const {
-  // Create missing components one by one (like mkdir -p).
-  for (size_t pos = 1; pos != std::string::npos;) {
-    pos = dir_.find('/', pos + 1);
-    std::string part = dir_.substr(0, pos);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return make_sys_error(errno, "cannot create runtime directory " + part);
-    }
-  }
+  if (Status s = make_directories(dir_, 0755, "runtime directory"); !s) return s;
   return check_trusted();
 }
 

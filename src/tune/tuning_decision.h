@@ -2,7 +2,7 @@
 // manner of an autotuner: an allocator is fixed when a process starts, so
 // each run of the same command is one trial. A run measures its time per
 // training step from its phase profile (the library records it at release,
-// tuning_evidence.h); the next run uses what the evidence says.
+// api/tuning_evidence_at_release.h); the next run uses what the evidence says.
 //
 // Pure: the caller reads the evidence and applies the choice.
 #pragma once

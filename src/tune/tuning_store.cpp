@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "os/make_directories.h"
 #include "os/unique_fd.h"
 
 namespace mlos::tune {
@@ -20,17 +21,6 @@ namespace mlos::tune {
 namespace {
 
 constexpr const char* kSuffix = ".jsonl";
-
-Status make_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos != std::string::npos;) {
-    pos = dir.find('/', pos + 1);
-    const std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      return make_sys_error(errno, "cannot create tuning directory " + part);
-    }
-  }
-  return Status::Ok();
-}
 
 Status check_trusted(const std::string& dir) {
   struct stat st {};
@@ -82,7 +72,7 @@ Result<TuningStore> TuningStore::open(const std::string& dir) {
   if (dir.empty() || dir.front() != '/') {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "tuning directory \"" + dir + "\" is not an absolute path");
   }
-  if (Status s = make_dirs(dir); !s) return s.error();
+  if (Status s = os::make_directories(dir, 0700, "tuning directory"); !s) return s.error();
   if (Status s = check_trusted(dir); !s) return s.error();
   return TuningStore(dir);
 }

@@ -5,7 +5,7 @@
 //                        ({"started": unix seconds}, written by mlos run)
 //                        and per measured job of such a run
 //                        ({"steps": n, "step_ms": x}, written by libmlos at
-//                        release, tuning_evidence.h)
+//                        release, api/tuning_evidence_at_release.h)
 // Lines are appended with one write each (O_APPEND), so concurrent runs
 // and ranks never interleave within a line; a line that does not parse (a
 // torn or foreign one) is skipped, never an error.

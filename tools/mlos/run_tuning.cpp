@@ -72,11 +72,14 @@ TuningReport apply_run_tuning(const std::vector<std::string>& command, int cpus)
   const auto dirs = tune::allocator_search_dirs();
   std::vector<std::string> available;
   std::map<std::string, tune::LaunchCandidate> by_name;
+  std::map<std::string, std::string> library_of;  // candidate -> the allocator's path
   std::vector<std::string> order;
   for (const auto& c : tune::candidates_for(kind)) {
     order.push_back(c.name);
     by_name[c.name] = c;
-    if (c.allocator.empty() || tune::find_allocator(c.allocator, dirs)) {
+    const auto library = c.allocator.empty() ? std::nullopt : tune::find_allocator(c.allocator, dirs);
+    if (library) library_of[c.name] = *library;
+    if (c.allocator.empty() || library) {
       available.push_back(c.name);
     } else {
       r.notes.push_back(c.name + " is not installed (Debian package " + tune::allocator_package(c.allocator) +
@@ -106,7 +109,7 @@ TuningReport apply_run_tuning(const std::vector<std::string>& command, int cpus)
   if (d.candidate.empty()) return r;
   const tune::LaunchCandidate& chosen = by_name.at(d.candidate);
   if (!chosen.allocator.empty()) {
-    r.library = *tune::find_allocator(chosen.allocator, dirs);
+    r.library = library_of.at(d.candidate);
     set_for_command(r, "LD_PRELOAD", preload.empty() ? r.library : r.library + ":" + preload);
   }
   for (const auto& [name, value] : chosen.env) {
