@@ -7,7 +7,8 @@ with each allocator it offers), with the best single hand-tuning factor
 
     /opt/mlos/venv/bin/python bench/suite/headline.py [--workloads cnn resnet18 ...] [--reps 5] [--out DIR]
 
-Budget (about 45 minutes on 2 CPUs for every workload), per workload:
+Budget (about 45 minutes on 2 CPUs for the five workloads; 37 runs of
+10-25 s each per workload), per workload:
   1. screening, one run each: the anchor's variants and the expert's
      factors, each changed alone from the generic command;
   2. mlOS's learning runs: a fresh tuning store, then as many runs as it
@@ -41,19 +42,28 @@ TCMALLOC = MULTIARCH / "libtcmalloc_minimal.so.4"
 JEMALLOC = MULTIARCH / "libjemalloc.so.2"
 # Its --no-python (added last) makes it exec the job's own "python SCRIPT" as given.
 ANCHOR = [sys.executable, "-m", "torch.backends.xeon.run_cpu"]
-MLOS_LEARNING_RUNS = 4  # mlos run's candidates for a Python command (docs/tuning.md)
+MLOS_LEARNING_RUNS = 5  # mlos run's candidates for a Python command (docs/tuning.md)
 
 
-def workloads(images, quick):
-    t = ["--warmup", "0.2", "--seconds", "0.3"] if quick else []
+def workloads(images, yolo_data, quick):
+    """name -> (script, args, the thread count torch runs with unless told):
+    the five of issue 19, and resnet18-112 as an extra, run only when named."""
+    t = ["--warmup", "0.2", "--seconds", "0.3"]
+    yolo_quick = ["--images", "40", "--imgsz", "64", "--batch", "8", "--warmup-batches", "1"]
     return {
-        "cnn": ("train_cnn.py", ["--data", "synthetic", *(t or ["--warmup", "2", "--seconds", "8"])]),
+        "yolov8n": ("train_yolo.py", ["--dataset", yolo_data, *(yolo_quick if quick else [])], "cpus - 1"),
+        "resnet18": ("train_resnet.py", t if quick else ["--warmup", "2", "--seconds", "6"], "cpus"),
+        "transformer": ("train_transformer.py", t if quick else ["--warmup", "3", "--seconds", "6"], "cpus"),
+        "cnn": ("train_cnn.py", ["--data", "synthetic", *(t if quick else ["--warmup", "1.5", "--seconds", "5"])],
+                "cpus"),
         "cnn-jpeg": ("train_cnn.py", ["--data", "jpeg", "--images", images,
-                                      *(t or ["--warmup", "3", "--seconds", "10"])]),
-        "resnet18": ("train_resnet.py", t),
-        "resnet18-112": ("train_resnet.py", ["--size", "112", *t]),
-        "transformer": ("train_transformer.py", t),
+                                      *(t if quick else ["--warmup", "2", "--seconds", "6"])], "cpus"),
+        "resnet18-112": ("train_resnet.py", ["--size", "112", *(t if quick else ["--warmup", "2", "--seconds", "6"])],
+                         "cpus"),
     }
+
+
+EXTRAS = ("resnet18-112",)  # measured only when named: not one of the five
 
 
 def anchor_variants():
@@ -65,8 +75,12 @@ def anchor_variants():
             "anchor: --disable-iomp": ["--disable-iomp"]}
 
 
-def expert_factors():
-    """One factor changed from the generic command: name -> (env, args)."""
+def expert_factors(ncpu, default_threads):
+    """One factor changed from the generic command: name -> (env, args).
+    The thread count tried is the one torch does not run with by default:
+    1 where torch takes every CPU, every CPU where the framework takes
+    fewer (Ultralytics on the CPU: cpu_count - 1)."""
+    threads = 1 if default_threads == "cpus" else ncpu
     retain = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
     return {
         "expert: tcmalloc": ({"LD_PRELOAD": str(TCMALLOC)}, []),
@@ -76,7 +90,7 @@ def expert_factors():
         "expert: glibc, THP (hugetlb=1)": ({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, []),
         "expert: OMP_PROC_BIND=close, OMP_PLACES=cores": ({"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}, []),
         "expert: OMP_WAIT_POLICY=passive": ({"OMP_WAIT_POLICY": "passive"}, []),
-        "expert: 1 thread": ({}, ["--threads", "1"]),
+        f"expert: {threads} thread{'s' if threads > 1 else ''}": ({}, ["--threads", str(threads)]),
     }
 
 
@@ -108,12 +122,12 @@ class Config:
 
 
 def configs(cli, ncpu, workload, base_env, work, tune_dir):
-    script, args = workload
+    script, args, default_threads = workload
     out = {"generic": Config("generic", Job("train", script, args), base_env)}
     anchor_env = {**base_env, "CONDA_PREFIX": anchor_prefix(work)}
     for name, flags in anchor_variants().items():
         out[name] = Config(name, Job("train", script, args, [*ANCHOR, *flags, "--no-python"]), anchor_env)
-    for name, (env, extra) in expert_factors().items():
+    for name, (env, extra) in expert_factors(ncpu, default_threads).items():
         out[name] = Config(name, Job("train", script, [*args, *extra]), {**base_env, **env})
     out["mlOS"] = Config("mlOS", Job("train", script, args, [cli, "run", "--cpus", str(ncpu), "--"]),
                          {**base_env, "MLOS_TUNE_DIR": str(tune_dir)})
@@ -151,15 +165,19 @@ def main():
     reps = 1 if a.quick else a.reps
     cli = str(a.build / "bin" / "mlos")
     work = Path(tempfile.mkdtemp(prefix="mlos-headline-"))
-    images = make_images(str(work / "images"), count=128 if a.quick else 1024)
+    images = make_images(str(work / "images"), count=64 if a.quick else 1024, photo=True)
+    sys.path.insert(0, str(REPO / "examples" / "yolo_showcase"))
+    from make_dataset import make_dataset
+    yolo_data = work / "yolo-data"
+    make_dataset(yolo_data, images=40 if a.quick else 200, imgsz=64 if a.quick else 320, seed=0)
     base_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("MLOS_", "OMP_", "MKL_", "KMP_", "GOMP_")) and
                 k not in ("LD_PRELOAD", "MALLOC_CONF", "GLIBC_TUNABLES", "CONDA_PREFIX", "VIRTUAL_ENV")}
     base_env.update(MLOS_MODE="embedded", MLOS_RUNTIME_DIR=str(work / "runtime"))
     (work / "runtime").mkdir()
     ncpu = len(os.sched_getaffinity(0))
-    all_w = workloads(images, a.quick)
-    chosen = a.workloads or list(all_w)
+    all_w = workloads(images, str(yolo_data), a.quick)
+    chosen = a.workloads or [w for w in all_w if w not in EXTRAS]
     t0 = time.monotonic()
     results = {"machine": machine(), "reps": reps, "quick": a.quick, "workloads": {}}
 

@@ -49,6 +49,13 @@ const LaunchCandidate kGlibcRetain{
 // The options PyTorch's CPU launcher gives jemalloc
 // (torch.backends.xeon.run_cpu): large allocations in their own extents,
 // purging on a background thread, metadata on huge pages.
+// tcmalloc, and OpenMP threads that sleep at once when a parallel region
+// ends instead of spinning for it (libgomp spins up to 300,000 rounds,
+// Intel's runtime 200 ms). Spinning wins when nothing else wants the CPUs
+// (the small CNN on tensors lost 25 % without it here) and loses when
+// DataLoader workers decode on the same CPUs (the same CNN fed from JPEGs
+// gained 12-20 %), which only the command's own runs can tell apart.
+const LaunchCandidate kTcmallocOmpPassive{"tcmalloc+omp-passive", "tcmalloc", {{"OMP_WAIT_POLICY", "passive"}}};
 const LaunchCandidate kJemalloc{
     "jemalloc", "jemalloc", {{"MALLOC_CONF", "oversize_threshold:1,background_thread:true,metadata_thp:auto"}}};
 
@@ -65,7 +72,7 @@ CommandKind classify_command(const std::vector<std::string>& argv) {
 const char* command_kind_name(CommandKind kind) { return kind == CommandKind::kPython ? "Python" : "other"; }
 
 std::vector<LaunchCandidate> candidates_for(CommandKind kind) {
-  if (kind == CommandKind::kPython) return {kTcmalloc, kGlibcRetain, kGlibc, kJemalloc};
+  if (kind == CommandKind::kPython) return {kTcmalloc, kTcmallocOmpPassive, kGlibcRetain, kGlibc, kJemalloc};
   return {kGlibc, kTcmalloc, kGlibcRetain};
 }
 

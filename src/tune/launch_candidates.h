@@ -1,5 +1,6 @@
 // The start-up settings `mlos run` chooses between for a command: which
-// malloc the process runs with, and that malloc's options. Each candidate
+// malloc the process runs with, that malloc's options, and for Python how
+// OpenMP threads wait. Each candidate
 // is a complete set; run_tuning.h decides which one a run gets.
 #pragma once
 
@@ -19,9 +20,9 @@ CommandKind classify_command(const std::vector<std::string>& argv);
 const char* command_kind_name(CommandKind kind);
 
 struct LaunchCandidate {
-  std::string name;       // "tcmalloc", "glibc-retain", "glibc", "jemalloc"
+  std::string name;       // "tcmalloc", "tcmalloc+omp-passive", "glibc-retain", "glibc", "jemalloc"
   std::string allocator;  // library to preload (allocator_library.h); "" for glibc's own malloc
-  // The allocator's options, set only where the user has not set them.
+  // The allocator's (and OpenMP's) options, set only where the user has not set them.
   std::vector<std::pair<std::string, std::string>> env;
 };
 

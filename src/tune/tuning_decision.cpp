@@ -52,19 +52,31 @@ Decision decide(const std::vector<std::string>& order, const std::vector<std::st
       return {name, true, "trying " + name + " once to compare with " + figure(first, base)};
     }
   }
-  const std::string* best = nullptr;
-  std::string against;
+  const std::string* best = nullptr;  // the default has a step time, so one is found
   for (const auto& name : usable) {
     const CandidateRecord& r = record_of(records, name);
     if (r.step_ms.empty()) continue;
     if (best == nullptr || recent_median(r.step_ms) < recent_median(record_of(records, *best).step_ms)) best = &name;
   }
-  for (const auto& name : usable) {
-    const CandidateRecord& r = record_of(records, name);
-    if (&name == best) continue;
-    against += (against.empty() ? "" : ", ") +
-               (r.step_ms.empty() ? name + " never measured (its runs ended before reporting)" : figure(name, r));
+  // The other candidates' figures, for the reason.
+  auto others_than = [&](const std::string& chosen) {
+    std::string text;
+    for (const auto& name : usable) {
+      if (name == chosen) continue;
+      const CandidateRecord& r = record_of(records, name);
+      text += (text.empty() ? "" : ", ") +
+              (r.step_ms.empty() ? name + " never measured (its runs ended before reporting)" : figure(name, r));
+    }
+    return text;
+  };
+  const double base_ms = recent_median(base.step_ms);
+  if (*best != first && recent_median(record_of(records, *best).step_ms) > base_ms * (1.0 - kDefaultMargin)) {
+    return {first, false,
+            "the measured default, kept: nothing measured more than " +
+                std::to_string(static_cast<int>(kDefaultMargin * 100)) + " % faster than " + figure(first, base) +
+                " (" + others_than(first) + ")"};
   }
+  const std::string against = others_than(*best);
   return {*best, false,
           "fastest measured for this command: " + figure(*best, record_of(records, *best)) +
               (against.empty() ? "" : " against " + against)};

@@ -31,14 +31,17 @@ struct Decision {
 //  1. the default has no measured run: use it (a command that never
 //     reports steps, e.g. one that does not train, stays there);
 //  2. a candidate never started for this command: try it once;
-//  3. otherwise the lowest median of the last kWindow step times; a
-//     candidate started but never measured (its runs crashed or were
-//     killed) is not tried again.
+//  3. otherwise the lowest median of the last kWindow step times, if it
+//     beats the default's by more than kDefaultMargin (a single trial
+//     on a shared machine is that noisy; the default was measured on many
+//     commands), else the default; a candidate started but never
+//     measured (its runs crashed or were killed) is not tried again.
 // `available` must hold at least one candidate of `order`.
 Decision decide(const std::vector<std::string>& order, const std::vector<std::string>& available,
                 const std::map<std::string, CandidateRecord>& records);
 
 constexpr size_t kWindow = 5;  // step times per candidate that count
+constexpr double kDefaultMargin = 0.05;  // how much faster than the default another candidate must be
 
 // The median of the last kWindow entries (0 if none).
 double recent_median(const std::vector<double>& step_ms);

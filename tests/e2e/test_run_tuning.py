@@ -17,7 +17,7 @@ from conftest import build_dir
 PROBE = ("import json, os; maps = open('/proc/self/maps').read(); "
          "print(json.dumps({'libs': sorted({l.split()[-1] for l in maps.splitlines() if '.so' in l}), "
          "'env': {k: v for k, v in os.environ.items() if k.startswith(('MLOS_TUNE_CHOICE', 'MLOS_TUNE_REASON', 'MLOS_TUNE_EVIDENCE', 'LD_PRELOAD', 'MALLOC_CONF', "
-         "'GLIBC_TUNABLES'))}}))")
+         "'GLIBC_TUNABLES', 'OMP_WAIT_POLICY'))}}))")
 
 
 def tcmalloc():
@@ -50,6 +50,31 @@ def test_a_python_command_runs_with_tcmalloc_mapped(mlos):
     # The run is recorded as started; it took no training steps, so no time.
     lines = [json.loads(l) for l in evidence.read_text().splitlines()]
     assert len(lines) == 1 and "started" in lines[0]
+
+
+def test_a_measured_python_command_then_tries_passive_openmp_threads(mlos):
+    """Once the default has a step time (written here as the library
+    writes it at release), the next run of the same Python command is the
+    trial of tcmalloc with OMP_WAIT_POLICY=passive; a wait policy the user
+    set is kept, with a note."""
+    tcmalloc()
+    first, _ = probe_run(mlos)
+    evidence = Path(first["env"]["MLOS_TUNE_EVIDENCE"])
+    with evidence.open("a") as f:
+        f.write(json.dumps({"step_ms": 10.0, "steps": 5}) + "\n")
+    seen, err = probe_run(mlos, "--explain")
+    assert seen["env"]["MLOS_TUNE_CHOICE"] == "tcmalloc+omp-passive", err
+    assert seen["env"]["OMP_WAIT_POLICY"] == "passive"
+    assert mapped(seen, "libtcmalloc_minimal.so.4"), seen["libs"]
+    assert "trying tcmalloc+omp-passive once to compare with tcmalloc 10 ms/step" in err, err
+    assert (evidence.parent / "tcmalloc+omp-passive.jsonl").exists()
+    # Forget that trial, so that the next run is it again, now with the
+    # user's own wait policy: kept.
+    (evidence.parent / "tcmalloc+omp-passive.jsonl").unlink()
+    kept, err = probe_run(mlos, "--explain", env={"OMP_WAIT_POLICY": "active"})
+    assert kept["env"]["MLOS_TUNE_CHOICE"] == "tcmalloc+omp-passive"
+    assert kept["env"]["OMP_WAIT_POLICY"] == "active"
+    assert "OMP_WAIT_POLICY is set already; tcmalloc+omp-passive's passive not applied" in err, err
 
 
 def test_no_tune_passes_the_environment_on_as_it_is(mlos):

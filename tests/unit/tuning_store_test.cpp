@@ -124,5 +124,19 @@ TEST_F(TuningStoreTest, CommandsAreClassedByInterpreter) {
   EXPECT_EQ(candidates_for(CommandKind::kOther).front().name, "glibc");
 }
 
+// The OpenMP wait policy is tried only for Python commands, on the
+// default allocator, right after it.
+TEST_F(TuningStoreTest, PythonCommandsAlsoTryPassiveOpenMpThreads) {
+  const auto python = candidates_for(CommandKind::kPython);
+  ASSERT_GE(python.size(), 2u);
+  EXPECT_EQ(python[1].name, "tcmalloc+omp-passive");
+  EXPECT_EQ(python[1].allocator, "tcmalloc");
+  const std::vector<std::pair<std::string, std::string>> passive{{"OMP_WAIT_POLICY", "passive"}};
+  EXPECT_EQ(python[1].env, passive);
+  for (const auto& c : candidates_for(CommandKind::kOther)) {
+    for (const auto& [name, value] : c.env) EXPECT_NE(name, "OMP_WAIT_POLICY") << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace mlos::tune

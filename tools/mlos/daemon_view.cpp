@@ -98,7 +98,7 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
   }
   const json& jobs = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
   if (jobs.empty()) return out + "no jobs\n";
-  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-12s  %s\n", "JOB", "LABEL", "PID",
+  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-20s  %s\n", "JOB", "LABEL", "PID",
            "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s", "TUNING", "POLICIES");
   out += line;
   for (const auto& job : jobs) {
@@ -109,7 +109,7 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     const bool excl = job.is_object() && job.contains("exclusive") && job["exclusive"] == true;
     const std::string scope = excl ? json_text(job, "exclusive_scope", "mlos") : "no";
     const std::string tuning = tuning_of_process(static_cast<pid_t>(json_number(job, "pid").value_or(0)));
-    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-12s  %s\n",
+    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-20s  %s\n",
              json_text(job, "job").c_str(), fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
              json_text(job, "uid").c_str(), json_text(job, "cpus").c_str(), scope.c_str(),
              json_text(job, "phase").c_str(), json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text,

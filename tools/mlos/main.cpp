@@ -82,10 +82,11 @@ int main(int argc, char** argv) {
                     "Print the phase profile (seconds and share per phase) on stderr when CMD releases its "
                     "allocation or exits (sets MLOS_PROFILE=stderr)");
   run_cmd->add_flag("--no-tune", run.no_tune,
-                    "Start CMD with the environment as it is: no allocator preloaded, no allocator options, no "
-                    "step times recorded (docs/tuning.md)");
+                    "Start CMD with the environment as it is: no allocator preloaded, no allocator or OpenMP "
+                    "options, no step times recorded (docs/tuning.md)");
   run_cmd->add_flag("--explain", run.explain,
-                    "Print on stderr which start-up settings CMD gets (allocator, its options) and why: the "
+                    "Print on stderr which start-up settings CMD gets (allocator, its options, OpenMP's wait "
+                    "policy) and why: the "
                     "default for its kind of command, a trial, or its earlier runs' step times");
   run_cmd->add_option("--label", run.label,
                       "Name shown by `mlos status`, UTF-8 (default: CMD, bytes that are not UTF-8 shown as U+FFFD)");

@@ -54,12 +54,12 @@ int ledger_status(const StatusOptions& options) {
     std::cout << "no claims\n";
     return kExitOk;
   }
-  printf("%6s %8s %-10s %-10s %-9s %4s %10s %7s %-12s  %s\n", "ID", "PID", "USER", "CPUS", "KIND", "NODE", "MEMORY",
+  printf("%6s %8s %-10s %-10s %-9s %4s %10s %7s %-20s  %s\n", "ID", "PID", "USER", "CPUS", "KIND", "NODE", "MEMORY",
          "AGE", "TUNING", "LABEL");
   for (const auto& c : ledger->claims) {
     const char* kind = c.envelope ? (c.exclusive ? "run,excl" : "run") : (c.exclusive ? "exclusive" : "shared");
     const std::string tuning = tuning_of_process(c.owner.pid);
-    printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds %-12s  %s\n", static_cast<unsigned long long>(c.id), c.owner.pid,
+    printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds %-20s  %s\n", static_cast<unsigned long long>(c.id), c.owner.pid,
            user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
            c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
            tuning.empty() ? "-" : tuning.c_str(), c.label.c_str());
