@@ -33,8 +33,8 @@ struct Decision {
 //  2. a candidate never started for this command: try it once;
 //  3. otherwise the lowest median of the last kWindow step times, if it
 //     beats the default's by more than kDefaultMargin (a single trial
-//     on a shared machine is that noisy; the default was measured on many
-//     commands), else the default; a candidate started but never
+//     on a shared machine is that noisy; the default was measured on the
+//     suite's workloads), else the default; a candidate started but never
 //     measured (its runs crashed or were killed) is not tried again.
 // `available` must hold at least one candidate of `order`.
 Decision decide(const std::vector<std::string>& order, const std::vector<std::string>& available,
