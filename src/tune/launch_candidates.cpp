@@ -46,9 +46,6 @@ const LaunchCandidate kTcmalloc{"tcmalloc", "tcmalloc", {}};
 // top, keep them in the heap for reuse.
 const LaunchCandidate kGlibcRetain{
     "glibc-retain", "", {{"GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"}}};
-// The options PyTorch's CPU launcher gives jemalloc
-// (torch.backends.xeon.run_cpu): large allocations in their own extents,
-// purging on a background thread, metadata on huge pages.
 // tcmalloc, and OpenMP threads that sleep at once when a parallel region
 // ends instead of spinning for it (libgomp spins up to 300,000 rounds,
 // Intel's runtime 200 ms). Spinning wins when nothing else wants the CPUs
@@ -56,6 +53,9 @@ const LaunchCandidate kGlibcRetain{
 // DataLoader workers decode on the same CPUs (the same CNN fed from JPEGs
 // gained 12-20 %), which only the command's own runs can tell apart.
 const LaunchCandidate kTcmallocOmpPassive{"tcmalloc+omp-passive", "tcmalloc", {{"OMP_WAIT_POLICY", "passive"}}};
+// The options PyTorch's CPU launcher gives jemalloc
+// (torch.backends.xeon.run_cpu): large allocations in their own extents,
+// purging on a background thread, metadata on huge pages.
 const LaunchCandidate kJemalloc{
     "jemalloc", "jemalloc", {{"MALLOC_CONF", "oversize_threshold:1,background_thread:true,metadata_thp:auto"}}};
 

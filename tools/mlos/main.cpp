@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
                     "options, no step times recorded (docs/tuning.md)");
   run_cmd->add_flag("--explain", run.explain,
                     "Print on stderr which start-up settings CMD gets (allocator, its options, OpenMP's wait "
-                    "policy) and why: the "
-                    "default for its kind of command, a trial, or its earlier runs' step times");
+                    "policy) and why: the default for its kind of command, a trial, or its earlier runs' step "
+                    "times");
   run_cmd->add_option("--label", run.label,
                       "Name shown by `mlos status`, UTF-8 (default: CMD, bytes that are not UTF-8 shown as U+FFFD)");
   run_cmd
