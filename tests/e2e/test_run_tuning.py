@@ -142,7 +142,6 @@ def test_step_times_decide_the_next_runs_of_a_command(mlos):
     assert head + "glibc\n" in told[0] and "measured default" in told[0], told[0]
     assert head + "tcmalloc" in told[1] and "trying tcmalloc once" in told[1], told[1]
     assert head + "glibc-retain" in told[2] and "set: GLIBC_TUNABLES=glibc.malloc.mmap_threshold" in told[2], told[2]
-    assert "fastest measured for this command" in told[3], told[3]
     tune = mlos.runtime.parent / "tune"
     (command,) = [d for d in tune.iterdir()]
     assert json.loads((command / "command.json").read_text())["argv"] == [demo, "20", "1"]
@@ -151,9 +150,15 @@ def test_step_times_decide_the_next_runs_of_a_command(mlos):
         steps = [json.loads(l) for l in (command / f"{name}.jsonl").read_text().splitlines() if "step_ms" in l]
         assert steps and all(s["steps"] == 20 and s["step_ms"] > 0 for s in steps), (name, steps)
         first_ms[name] = steps[0]["step_ms"]
-    # The fourth run's pick is the candidate with the lowest step time.
-    assert head + min(first_ms, key=first_ms.get) + "\n" in told[3] or \
-        head + min(first_ms, key=first_ms.get) + " (" in told[3], (first_ms, told[3])
+    # The fourth run's pick is the candidate with the lowest step time if
+    # it beat the default (glibc) by more than 5 %, else the default.
+    fastest = min(first_ms, key=first_ms.get)
+    if fastest == "glibc" or first_ms[fastest] < 0.95 * first_ms["glibc"]:
+        pick, why = fastest, "fastest measured for this command"
+    else:
+        pick, why = "glibc", "the measured default, kept"
+    assert why in told[3], (first_ms, told[3])
+    assert head + pick + "\n" in told[3] or head + pick + " (" in told[3], (first_ms, told[3])
 
 
 def test_status_shows_what_a_running_job_was_given(mlos):
