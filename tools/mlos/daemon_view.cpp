@@ -113,7 +113,7 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
              json_text(job, "job").c_str(), fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
              json_text(job, "uid").c_str(), json_text(job, "cpus").c_str(), scope.c_str(),
              json_text(job, "phase").c_str(), json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text,
-             tuning.empty() ? "-" : fit(tuning, 12).c_str(), fit(job_policies(job), 200).c_str());
+             tuning.empty() ? "-" : fit(tuning, 20).c_str(), fit(job_policies(job), 200).c_str());
     out += line;
   }
   return out;
