@@ -1,7 +1,8 @@
 """Starting mlosd for a test, and talking its protocol from Python.
 
 Each test's daemon gets a private socket and state directory under tmp_path
-and, when it uses the real cgroup v1 hierarchy, a cgroup base of its own
+and, when it uses the real cgroup hierarchy (v1 on the development
+machines, v2 in the VM test bed, tests/vm), a cgroup base of its own
 (removed afterwards), so tests never see each other's jobs."""
 import json
 import os
@@ -14,8 +15,19 @@ from pathlib import Path
 
 from conftest import build_dir
 
-V1_CPUSET = Path("/sys/fs/cgroup/cpuset")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_CPUSET = CGROUP_ROOT / "cpuset"
 V1_CONTROLLERS = ("cpuset", "cpu", "memory", "cpuacct")
+
+
+def real_hierarchy() -> str:
+    """'v2' where the unified hierarchy has cpuset, cpu and memory (what
+    mlosd's driver picks first), else 'v1'."""
+    try:
+        have = (CGROUP_ROOT / "cgroup.controllers").read_text().split()
+    except OSError:
+        return "v1"
+    return "v2" if {"cpuset", "cpu", "memory"} <= set(have) else "v1"
 
 
 def encode(kind: int, payload: dict) -> bytes:
@@ -62,6 +74,9 @@ class Client:
 
 class Daemon:
     def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off", policy_dir=None):
+        """cgroups: none, v1, v2, or real (whichever this machine has)."""
+        if cgroups == "real":
+            cgroups = real_hierarchy()
         self.confine = confine
         self.policy_dir = policy_dir or build_dir() / "policies"
         self.dir = tmp_path
@@ -139,8 +154,17 @@ class Daemon:
         return env
 
     def cgroup_dir(self, controller, job=None):
-        d = Path("/sys/fs/cgroup") / controller / self.base
+        """The job's cgroup (or the base) in `controller`'s hierarchy; on v2
+        every controller shares one directory."""
+        d = CGROUP_ROOT / self.base if self.cgroups == "v2" else CGROUP_ROOT / controller / self.base
         return d / job if job else d
+
+    def cpu_weight(self, job) -> int:
+        """The job cgroup's CPU weight on the v2 scale (v1: cpu.shares =
+        weight * 1024 / 100)."""
+        if self.cgroups == "v2":
+            return int((self.cgroup_dir("cpu", job) / "cpu.weight").read_text())
+        return int((self.cgroup_dir("cpu", job) / "cpu.shares").read_text()) * 100 // 1024
 
     def remove_cgroups(self):
         """Gives back what confinement narrowed (a killed mlosd leaves it),
@@ -148,14 +172,16 @@ class Daemon:
         if not self.base:
             return
         self.restore_narrowed()
-        for ctl in V1_CONTROLLERS:
-            base = Path("/sys/fs/cgroup") / ctl / self.base
+        roots = [CGROUP_ROOT] if self.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_CONTROLLERS]
+        for root in roots:
+            base = root / self.base
             if not base.is_dir():
                 continue
-            for child in sorted(p for p in base.iterdir() if p.is_dir()):
+            # Deepest first: v2 job cgroups may have children of their own.
+            for child in sorted((p for p in base.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
                 for pid in (child / "cgroup.procs").read_text().split():
                     try:
-                        (Path("/sys/fs/cgroup") / ctl / "cgroup.procs").write_text(pid)
+                        (root / "cgroup.procs").write_text(pid)
                     except OSError:
                         pass
                 child.rmdir()
@@ -175,6 +201,29 @@ class Daemon:
                 (Path("/sys/fs/cgroup/cpuset") / cgroup / "cpuset.cpus").write_text(narrowed[cgroup])
             except OSError:
                 pass
+
+
+def cgroup_of(pid, controller="cpuset") -> str:
+    """The path of `pid`'s cgroup in `controller`'s v1 hierarchy, or in
+    the unified one (the "0::" line) when no v1 hierarchy has it."""
+    unified = None
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        hid, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return path
+        if hid == "0" and controllers == "":
+            unified = path
+    if unified is None:
+        raise AssertionError(f"pid {pid} has no {controller} cgroup")
+    return unified
+
+
+def real_cgroups_usable() -> str:
+    """'' if this machine's cgroup hierarchy (v2 with cpuset, cpu and
+    memory, else v1's) can hold test daemons' jobs, else why not."""
+    if real_hierarchy() == "v2":
+        return "" if os.geteuid() == 0 else "needs root to create cgroups"
+    return v1_cgroups_usable()
 
 
 def v1_cgroups_usable() -> str:

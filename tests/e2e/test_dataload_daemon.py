@@ -9,22 +9,14 @@ import subprocess
 from pathlib import Path
 
 from conftest import build_dir
-from daemon_helpers import allowed_cpus, wait_for
-from test_daemon import v1_daemon  # noqa: F401 (a fixture)
+from daemon_helpers import allowed_cpus, cgroup_of, wait_for
+from test_daemon import cgroup_daemon  # noqa: F401 (a fixture)
 
 IMAGES = Path(__file__).resolve().parents[1] / "fixtures" / "images"
 
 
-def cgroup_of(pid, controller):
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            return path
-    raise AssertionError(f"pid {pid} has no {controller} cgroup")
-
-
-def test_a_daemon_jobs_helper_runs_in_the_jobs_cgroups_on_its_cpus(v1_daemon, tmp_path):
-    d = v1_daemon.start()
+def test_a_daemon_jobs_helper_runs_in_the_jobs_cgroups_on_its_cpus(cgroup_daemon, tmp_path):
+    d = cgroup_daemon.start()
     data = tmp_path / "data"
     for cls, files in {"a": ["jpeg_420.jpg", "photo_420.jpg"], "b": ["png_rgb.png", "jpeg_444.jpg"]}.items():
         (data / cls).mkdir(parents=True)

@@ -53,6 +53,14 @@ inline std::string status_field(const std::string& text, const std::string& key)
   return "";
 }
 
+// Whether this process may use CAP_SYS_RESOURCE (PSI windows under 2 s,
+// raising hard rlimits): root has it in the VM test bed, not on the
+// development machines.
+inline bool has_cap_sys_resource() {
+  const std::string eff = status_field(read_text("/proc/self/status"), "CapEff");
+  return !eff.empty() && ((std::stoull(eff, nullptr, 16) >> 24) & 1);
+}
+
 inline std::string task_path(pid_t tid) { return "/proc/self/task/" + std::to_string(tid); }
 
 inline std::string cpus_allowed_list(pid_t tid) {

@@ -14,16 +14,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "integration/proc_observer.h"
+
 namespace mlos::os {
 namespace {
-
-bool has_cap_sys_resource() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("CapEff:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> 24) & 1;  // CAP_SYS_RESOURCE
-  }
-  return false;
-}
 
 TEST(PsiAverages, ParsesSomeAndFull) {
   auto a = parse_pressure_averages(
@@ -57,7 +51,7 @@ TEST(PsiTrigger, FollowsThePrivilegedOrUnprivilegedWindowRule) {
   std::string note;
   auto t = open_psi_trigger("/proc/pressure/memory", "some", 100000, 1000000, &note);
   ASSERT_TRUE(t) << t.error().describe();
-  if (has_cap_sys_resource()) {
+  if (mlos_test::has_cap_sys_resource()) {
     EXPECT_EQ(t->window_us, 1000000u);
     EXPECT_TRUE(note.empty()) << note;
   } else {

@@ -4,7 +4,10 @@
 # this build in it and runs tests/vm/guest (pytest) there as root with every
 # capability. See docs/testing.md ("The VM test bed").
 #
-#   bash tests/vm/run.sh [PYTEST ARGS...]   (default: tests/vm/guest)
+#   bash tests/vm/run.sh [PYTEST ARGS...]
+#
+# By default: tests/vm/guest (what only the VM can show) and the daemon's
+# end-to-end tests that use real cgroups (tests/e2e, on v2 there).
 #
 # MLOS_VM_ACCEL   tcg (default), kvm, or auto (KVM only if a probe boot
 #                 prints its first console line within 20 s)
@@ -30,10 +33,12 @@ mkdir -p "$run"
 # The build, installed as users install it, for the guest to copy into /.
 DESTDIR="$run/stage" cmake --install "$build" --prefix /usr/local > "$run/install.log"
 cp "$here/guest/harness.sh" "$run/harness.sh"
-(($#)) && printf '%s\n' "$@" > "$run/pytest_args"
+default_tests=(tests/vm/guest tests/e2e/test_daemon.py tests/e2e/test_dataload_daemon.py)
+(($#)) || set -- "${default_tests[@]}"
+printf '%s\n' "$@" > "$run/pytest_args"
 
 qemu_pid=""
-cleanup() { [[ -n "$qemu_pid" ]] && kill -9 "$qemu_pid" 2>/dev/null; true; }
+cleanup() { if [[ -n "$qemu_pid" ]]; then kill -9 "$qemu_pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 
 # Whether QEMU still runs (a child that exited stays a zombie until waited
