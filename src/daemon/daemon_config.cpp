@@ -62,6 +62,17 @@ Status DaemonConfig::merge(const json& c) {
         } else {
           throw std::invalid_argument("confine must be \"node\", \"off\" or a non-empty list of cgroups");
         }
+      } else if (key == "stay_in_cgroups") {
+        if (!v.is_array()) throw std::invalid_argument("stay_in_cgroups must be a list of cgroups");
+        next.stay_in_cgroups.clear();
+        for (const auto& e : v) {
+          const std::string cg = str(e, "stay_in_cgroups[]");
+          if (cg.empty() || cg.front() == '/' || cg.back() == '/' || cg.find("..") != std::string::npos ||
+              cg.find("//") != std::string::npos) {
+            throw std::invalid_argument("stay_in_cgroups: \"" + cg + "\" is not a relative cgroup path without '..'");
+          }
+          next.stay_in_cgroups.push_back(cg);
+        }
       } else if (key == "confine_group") {
         next.confine_group = str(v, "confine_group");
       } else if (key == "ledger_dir") {
@@ -134,6 +145,7 @@ json DaemonConfig::to_json() const {
               {"ledger_dir", ledger_dir},
               {"confine", confine == "list" ? json(confine_cgroups) : json(confine)},
               {"confine_group", confine_group},
+              {"stay_in_cgroups", stay_in_cgroups},
               {"metrics_listen", metrics_listen},
               {"metrics_textfile", metrics_textfile},
               {"sample_interval_ms", sample_interval_ms},

@@ -40,6 +40,12 @@ struct DaemonConfig {
   // group; "*" for every user (their exclusive-CPU quota bounds them), ""
   // for root only.
   std::string confine_group = "mlos";
+  // Cgroups other managers own (relative paths; a process in one of them or
+  // below): a job whose owner sits there stays there, in place of getting a
+  // cgroup of mlosd's, so the kubelet's or Slurm's limits and accounting
+  // keep covering it (docs/cluster.md). The defaults are Kubernetes'
+  // (cgroupfs and systemd drivers) and Slurm's (v1 and v2 layouts).
+  std::vector<std::string> stay_in_cgroups = {"kubepods", "kubepods.slice", "slurm", "system.slice/slurmstepd.scope"};
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
   std::string metrics_textfile;      // node_exporter textfile path, "" for none
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights

@@ -7,6 +7,7 @@
 #include "core/json_fields.h"
 #include "core/memory_pressure_json.h"
 #include "core/phase_policy.h"
+#include "daemon/job_origin.h"
 #include "os/log_sink.h"
 #include "os/memory_sources.h"
 
@@ -236,7 +237,7 @@ Result<std::vector<std::string>> JobManager::recover() {
     report.push_back("pruned job " + std::to_string(r.id) + " (" + r.label + "): owner pid " +
                      std::to_string(r.owner.pid) + " is gone");
     if (d_.cgroups) {
-      (void)d_.cgroups->detach(r.cgroup());
+      (void)d_.cgroups->detach(r.cgroup(), r.origin_cgroup);
       if (Status s = d_.cgroups->remove(r.cgroup()); !s) {
         report.push_back("could not remove " + r.cgroup() + ": " + s.error().describe());
       }
@@ -357,6 +358,14 @@ void JobManager::apply_cgroup(Live& j, bool create) {
   auto note_once = [&j](const std::string& line) {
     if (std::find(j.notes.begin(), j.notes.end(), line) == j.notes.end()) j.notes.push_back(line);
   };
+  if (j.record.stays_in_origin) {
+    // No cgroup of mlosd's: weight stays 0, so nothing moves the owner and
+    // no phase rewrites a weight.
+    note_once("cgroup: stays in " + j.record.origin_cgroup +
+              " (another manager's, stay_in_cgroups): no cgroup of mlosd's, no CPU weight or memory limits from "
+              "mlosd; its CPUs are set through thread affinity");
+    return;
+  }
   if (create) {
     if (Status s = d_.cgroups->create(name); !s) {
       note_once("cgroup: could not create " + name + ": " + s.error().describe());
@@ -479,8 +488,22 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     return s.error();
   }
   // The requester's own CPUs bound it too (a rank's share of its
-  // envelope, a taskset): it can only narrow itself.
-  const CpuSet bound = x.allowed ? d_.allowed & *x.allowed : d_.allowed;
+  // envelope, a taskset): it can only narrow itself. So does the cgroup it
+  // is in, read from the kernel (a pod's or a Slurm step's cpuset): a job
+  // is never placed outside it, whatever the client says.
+  JobOrigin origin;
+  if (!nested && host == nullptr && d_.cgroups && d_.cgroup_of) {
+    origin = job_origin(d_.cgroup_of(owner->pid), d_.cgroup_base, d_.stay_in_cgroups, d_.cgroup_cpus);
+  }
+  CpuSet bound = x.allowed ? d_.allowed & *x.allowed : d_.allowed;
+  if (origin.cpus) {
+    bound = bound & *origin.cpus;
+    if (bound.empty()) {
+      return make_error(MLOS_ERR_INSUFFICIENT_CPUS, "the requester's cgroup " + origin.cgroup + " allows CPUs " +
+                                                        origin.cpus->to_list() + ", none of which mlosd manages (" +
+                                                        d_.allowed.to_list() + ")");
+    }
+  }
   auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & bound,
                                            nested_usage_[envelope->record.id], MemoryAvailability{}, *req)
                           : plan_placement(d_.topology, bound, usage_, d_.memory(), *req);
@@ -513,7 +536,11 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.memory_bytes = req->memory_bytes;
   r.priority = x.priority;
   r.envelope = x.envelope;
-  r.confines = !nested && confines(r);
+  r.origin_cgroup = origin.cgroup;
+  r.stays_in_origin = origin.stays;
+  // Another manager owns its cgroup and keeps other processes off its
+  // CPUs (the kubelet's static CPU manager, Slurm): mlosd does not.
+  r.confines = !nested && !origin.stays && confines(r);
   r.label = x.label.empty() ? "pid-" + std::to_string(owner->pid) : x.label;
   r.created_unix = d_.now_unix();
   if (page.valid()) {
@@ -649,10 +676,10 @@ void JobManager::forget(uint64_t id, const std::string& /*why*/) {
     if (auto p = jobs_.find(gone.parent); p != jobs_.end()) follow_phase(p->second);  // steered by one job less
   } else if (gone.host != 0) {
     if (auto h = jobs_.find(gone.host); h != jobs_.end()) apply_cgroup(h->second, false);  // narrowed again
-  } else if (d_.cgroups && gone.parent == 0) {
+  } else if (d_.cgroups && gone.parent == 0 && !gone.stays_in_origin) {
     // Processes left behind (the released owner, orphaned workers) go back
-    // to the hierarchy's root before the cgroup goes.
-    (void)d_.cgroups->detach(gone.cgroup());
+    // to the cgroup the owner came from before the job's cgroup goes.
+    (void)d_.cgroups->detach(gone.cgroup(), gone.origin_cgroup);
     (void)d_.cgroups->remove(gone.cgroup());
   }
   rehome_dependents(gone);
@@ -672,6 +699,7 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
       changed.push_back(id);
     }
     apply_cgroup(next, true);
+    next.record.origin_cgroup = gone.origin_cgroup;  // the same process: it came from there
     if (d_.cgroups && next.weight != 0) (void)d_.move_process(next.record.cgroup(), next.record.owner, 0);
   }
   // Nested jobs: their envelope is gone; they become jobs of the node, on
@@ -692,6 +720,8 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
       }
       book(child.record, +1);
       apply_cgroup(child, true);
+      // Started inside the envelope, which came from there.
+      child.record.origin_cgroup = gone.origin_cgroup;
       if (d_.cgroups && child.weight != 0) (void)d_.move_process(child.record.cgroup(), child.record.owner, 0);
       changed.push_back(id);
     }

@@ -72,6 +72,21 @@ struct JobManagerDeps {
   // The job whose cgroup process `pid` sits in, if any (its envelope); null
   // or nullopt: none known, every job is placed from the node's pool.
   std::function<std::optional<uint64_t>(pid_t)> job_of_process;
+  // The cgroup process `pid` is in, as /proc/<pid>/cgroup names it (v1:
+  // the cpuset hierarchy's), recorded before mlosd moves a job's owner so
+  // that the job's processes go back there at its end; null or nullopt:
+  // unknown, they go where unmanaged processes belong.
+  std::function<std::optional<std::string>(pid_t)> cgroup_of;
+  // The CPUs cgroup `path` (as cgroup_of names it) lets its processes use:
+  // its effective cpuset, or its nearest ancestor's. A job of a process in
+  // a cgroup outside mlosd's base is placed inside them (a pod's or a Slurm
+  // step's cpuset), whatever the client says. Null or nullopt: no bound.
+  std::function<std::optional<CpuSet>(const std::string& path)> cgroup_cpus;
+  // stay_in_cgroups (DaemonConfig): a job whose owner is in one of these
+  // cgroups, or below, stays in its cgroup.
+  std::vector<std::string> stay_in_cgroups;
+  // mlosd's cgroup base (cgroup_base): cgroups under it are mlosd's own.
+  std::string cgroup_base = "mlos";
   // The process and its ancestors, innermost first (os::lineage): where
   // there is no job cgroup to look in, an envelope is found by its owner.
   std::function<std::vector<ProcessId>(pid_t)> lineage;

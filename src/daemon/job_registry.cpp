@@ -41,7 +41,9 @@ json JobRecord::to_json() const {
               {"envelope", envelope},
               {"ledger_claim", ledger_claim},
               {"confines", confines},
-              {"policies", policies}};
+              {"policies", policies},
+              {"origin_cgroup", origin_cgroup},
+              {"stays_in_origin", stays_in_origin}};
 }
 
 namespace {
@@ -86,6 +88,9 @@ JobRecord record_from(const json& j) {
   rec.envelope = j.contains("envelope") ? j.at("envelope").get<bool>() : false;
   rec.ledger_claim = j.contains("ledger_claim") ? non_negative_field(j, "ledger_claim") : 0;
   rec.confines = j.contains("confines") ? j.at("confines").get<bool>() : false;
+  // Added with the return to the origin cgroup: optional.
+  rec.origin_cgroup = j.value("origin_cgroup", std::string());
+  rec.stays_in_origin = j.value("stays_in_origin", false);
   // Added with policy modules: optional.
   rec.policies = j.value("policies", json::object());
   if (!rec.policies.is_object()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object policies");

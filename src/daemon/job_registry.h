@@ -62,6 +62,14 @@ struct JobRecord {
   // each (an object of objects; empty: none). Defaults the daemon attaches
   // to every job are not recorded: a restarted daemon attaches its own.
   nlohmann::json policies = nlohmann::json::object();
+  // The cgroup the owner was in when mlosd moved it into the job's (as
+  // /proc/<pid>/cgroup names it; v1: its cpuset path): where the job's
+  // processes go back when it ends. "" when not known (nested and hosted
+  // jobs, no cgroups, registries from before).
+  std::string origin_cgroup;
+  // The owner's cgroup belongs to another manager (stay_in_cgroups): the
+  // job has no cgroup of its own and its processes are never moved.
+  bool stays_in_origin = false;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -1,12 +1,14 @@
 """mlosd end to end: jobs from the published API in daemon mode, their
 cgroups in the real hierarchy (v1 here, v2 in the VM test bed), status and metrics, kill -9 and restart,
 uid checks, malformed frames, a corrupt state file."""
+import json
 import os
 import random
 import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import error_codes, parse_cpu_list
-from daemon_helpers import (Client, Daemon, allowed_cpus, encode, read_frame, start_job_client,
+from daemon_helpers import (CGROUP_ROOT, Client, Daemon, allowed_cpus, encode, read_frame, start_job_client,
                             real_cgroups_usable, wait_for)
 
 ERR = error_codes()
@@ -291,3 +293,57 @@ def test_shipped_config_and_systemd_unit_are_valid(tmp_path):
     text = unit.read_text()
     settings = [l for l in text.splitlines() if not l.startswith("#")]
     assert "Delegate=yes" in settings and not any(l.startswith("ProtectControlGroups") for l in settings)
+
+
+def test_a_released_job_goes_back_to_the_cgroup_its_owner_came_from(cgroup_daemon, tmp_path):
+    """Under systemd, Slurm or Kubernetes a process belongs to a cgroup
+    somebody else manages: when its job ends, it goes back there (not to
+    the root), even after a mlosd restart in between (the origin is in the
+    registry)."""
+    d = cgroup_daemon.start()
+    origin = f"mlos-origin-{os.getpid()}-{tmp_path.name}"[:60]
+    roots = ([CGROUP_ROOT] if d.cgroups == "v2" else [CGROUP_ROOT / c for c in ("cpuset", "cpu", "memory")])
+    made = []
+    child = None
+    try:
+        for root in roots:
+            (root / origin).mkdir()
+            made.append(root / origin)
+            if root.name == "cpuset":  # v1 cpuset takes tasks once it has CPUs and nodes
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    (root / origin / f).write_text((root / f).read_text())
+        script = f"""
+import json, os, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from daemon_helpers import Client, cgroup_of
+for root in {[str(r) for r in roots]!r}:
+    open(root + "/{origin}/cgroup.procs", "w").write(str(os.getpid()))
+c = Client({str(d.socket)!r})
+r = c.call("request", num_cpus=1, label="origin")
+print(json.dumps({{"job": r["job"], "cgroup": cgroup_of(os.getpid())}}), flush=True)
+sys.stdin.readline()
+c = Client({str(d.socket)!r})  # mlosd restarted: a new connection, the same owner
+print(json.dumps(c.call("release", job=r["job"])), flush=True)
+print(json.dumps({{"cgroup": cgroup_of(os.getpid()), "memory": cgroup_of(os.getpid(), "memory")}}), flush=True)
+sys.stdin.readline()
+"""
+        child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+        granted = json.loads(child.stdout.readline())
+        assert granted["cgroup"] == f"/{d.base}/job-{granted['job']}", granted
+        # A restart in between: the new mlosd knows the origin from its registry.
+        d.kill9()
+        d.start()
+        child.stdin.write("release\n")
+        child.stdin.flush()
+        reply = json.loads(child.stdout.readline())
+        assert reply["ok"], reply
+        released = json.loads(child.stdout.readline())
+        assert released == {"cgroup": f"/{origin}", "memory": f"/{origin}"}, released
+    finally:
+        if child:
+            child.kill()
+            child.wait(10)
+        for dir_ in made:
+            wait_for(lambda: not (dir_ / "cgroup.procs").read_text().strip(), timeout=5)
+            dir_.rmdir()

@@ -126,6 +126,7 @@ TEST(CgroupV2Driver, LimitsLandInCgroupfsAndTheKernelEnforcesThem) {
   pid_t pid = toucher(8 << 20, go, done);
   ASSERT_GT(pid, 0);
   cleanup.child = pid;
+  const std::string origin = read_text(pid_path(pid, "cgroup"));  // "0::/PATH\n", this test's own
   ASSERT_TRUE(d.attach("job1", pid).ok());
   char ack;
   ASSERT_EQ(write(go[1], "g", 1), 1);
@@ -143,9 +144,14 @@ TEST(CgroupV2Driver, LimitsLandInCgroupfsAndTheKernelEnforcesThem) {
   auto busy = d.remove("job1");
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.error().sys_errno, EBUSY);
-  // Released: the process leaves for a leaf of the base, never the base
-  // itself (no internal processes), and keeps running.
-  ASSERT_TRUE(d.detach("job1").ok());
+  // Released: the process goes back to the cgroup it came from; with no
+  // origin known, to a leaf of the base, never the base itself (no
+  // internal processes). It keeps running either way.
+  ASSERT_EQ(origin.rfind("0::/", 0), 0u) << origin;
+  ASSERT_TRUE(d.detach("job1", origin.substr(3, origin.size() - 4)).ok());
+  EXPECT_EQ(read_text(pid_path(pid, "cgroup")), origin);
+  ASSERT_TRUE(d.attach("job1", pid).ok());
+  ASSERT_TRUE(d.detach("job1", "").ok());
   EXPECT_EQ(read_text(pid_path(pid, "cgroup")), "0::/" + base + "/released\n");
   EXPECT_TRUE(d.remove("job1").ok());
   EXPECT_FALSE(std::ifstream(job + "/cpuset.cpus").good());

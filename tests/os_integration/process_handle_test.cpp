@@ -59,7 +59,7 @@ class RecordingDriver final : public CgroupDriver {
     moved.push_back(pid);
     return Status::Ok();
   }
-  Status detach(const std::string&) override { return Status::Ok(); }
+  Status detach(const std::string&, const std::string&) override { return Status::Ok(); }
   Result<std::vector<pid_t>> processes(const std::string&) const override { return std::vector<pid_t>{}; }
   Result<CgroupUsage> usage(const std::string&) const override { return CgroupUsage{}; }
   Status remove(const std::string&) override { return Status::Ok(); }

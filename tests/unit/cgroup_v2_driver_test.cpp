@@ -230,6 +230,42 @@ TEST_F(CgroupV2DriverTest, RemoveIsBusyWhileAProcessIsInside) {
   EXPECT_TRUE(driver_->remove("train"));  // already gone: success
 }
 
+TEST_F(CgroupV2DriverTest, DetachSendsProcessesBackToTheirOriginWhileItTakesThem) {
+  ASSERT_TRUE(fs_->make_dir("slurm"));
+  ASSERT_TRUE(fs_->make_dir("slurm/step_0"));
+  ASSERT_TRUE(driver_->create("train"));
+  fs_->set_processes("slurm/step_0", {4242, 4243});
+  ASSERT_TRUE(driver_->attach("train", 4242));
+  ASSERT_TRUE(driver_->attach("train", 4243));
+  ASSERT_TRUE(driver_->detach("train", "/slurm/step_0"));
+  EXPECT_EQ(fs_->pid_location(4242), "slurm/step_0");
+  EXPECT_EQ(fs_->pid_location(4243), "slurm/step_0");
+  EXPECT_FALSE(fs_->exists("mlos/released"));
+  // The root is an origin too ("/").
+  ASSERT_TRUE(driver_->attach("train", 4242));
+  ASSERT_TRUE(driver_->detach("train", "/"));
+  EXPECT_EQ(fs_->pid_location(4242), "");
+}
+
+TEST_F(CgroupV2DriverTest, DetachFallsBackToTheReleasedLeafWhenTheOriginCannotTakeThem) {
+  ASSERT_TRUE(driver_->create("train"));
+  fs_->set_processes("", {4242});
+  // Unknown, gone, malformed, or the job's own cgroup: the released leaf.
+  for (const char* origin : {"", "/gone", "relative", "/a/../mlos", "/mlos/train", "/mlos/train/sub"}) {
+    ASSERT_TRUE(driver_->attach("train", 4242)) << origin;
+    ASSERT_TRUE(driver_->detach("train", origin)) << origin;
+    EXPECT_EQ(fs_->pid_location(4242), "mlos/released") << origin;
+  }
+  // An origin that became an inner cgroup with controllers (no internal
+  // processes): the kernel refuses, the leaf takes the process.
+  ASSERT_TRUE(fs_->make_dir("inner"));
+  ASSERT_TRUE(fs_->make_dir("inner/leaf"));
+  ASSERT_TRUE(fs_->write("inner/cgroup.subtree_control", "+cpu"));
+  ASSERT_TRUE(driver_->attach("train", 4242));
+  ASSERT_TRUE(driver_->detach("train", "/inner"));
+  EXPECT_EQ(fs_->pid_location(4242), "mlos/released");
+}
+
 TEST_F(CgroupV2DriverTest, JobsListsJobDirectories) {
   auto none = driver_->jobs();
   ASSERT_TRUE(none);

@@ -27,6 +27,7 @@ json full_config() {
               {"ledger_dir", "/tmp/mlos-test/run"},
               {"confine", {"system.slice", "user.slice"}},
               {"confine_group", "trainers"},
+              {"stay_in_cgroups", {"kubepods.slice", "batch.slice/jobs"}},
               {"metrics_listen", ""},
               {"metrics_textfile", "/var/lib/node_exporter/mlos.prom"},
               {"sample_interval_ms", 50},
@@ -94,6 +95,7 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_EQ(c.confine, "list");
   EXPECT_EQ(c.confine_cgroups, (std::vector<std::string>{"system.slice", "user.slice"}));
   EXPECT_EQ(c.confine_group, "trainers");
+  EXPECT_EQ(c.stay_in_cgroups, (std::vector<std::string>{"kubepods.slice", "batch.slice/jobs"}));
   EXPECT_EQ(c.metrics_listen, "");
   EXPECT_EQ(c.metrics_textfile, "/var/lib/node_exporter/mlos.prom");
   EXPECT_EQ(c.sample_interval_ms, 50);
@@ -198,6 +200,12 @@ TEST_F(DaemonConfigRejectTest, ConfineOtherThanNodeOffOrAList) {
   expect_rejected({{"confine", nlohmann::json::array()}}, "confine");
   expect_rejected({{"confine", {"../etc"}}}, "confine");
   expect_rejected({{"confine", {"/system.slice"}}}, "confine");
+}
+TEST_F(DaemonConfigRejectTest, StayInCgroupsOtherThanAListOfRelativePaths) {
+  expect_rejected({{"stay_in_cgroups", "kubepods"}}, "stay_in_cgroups");
+  expect_rejected({{"stay_in_cgroups", {"/kubepods"}}}, "stay_in_cgroups");
+  expect_rejected({{"stay_in_cgroups", {"kubepods/../x"}}}, "stay_in_cgroups");
+  expect_rejected({{"stay_in_cgroups", {""}}}, "stay_in_cgroups");
 }
 TEST_F(DaemonConfigRejectTest, RelativeLedgerDir) { expect_rejected({{"ledger_dir", "run/mlos"}}, "ledger_dir"); }
 TEST_F(DaemonConfigRejectTest, AbsoluteCgroupBase) { expect_rejected({{"cgroup_base", "/mlos"}}, "cgroup_base"); }

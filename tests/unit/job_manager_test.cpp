@@ -275,6 +275,66 @@ TEST_F(JobManagerTest, EachJobGetsItsOwnCgroupWithItsCpusPidAndMemoryLimits) {
   EXPECT_EQ(cgroup_file(2, "memory.high"), "max");
 }
 
+// Origins: where /proc/<pid>/cgroup would say a process is, and the CPUs
+// an effective cpuset gives the cgroups under kubepods.slice (5-6).
+JobManagerDeps with_origins(JobManagerDeps d, std::shared_ptr<FakeCgroupV2Fs> fs) {
+  d.cgroup_of = [fs](pid_t pid) -> std::optional<std::string> {
+    auto at = fs->pid_location(pid);
+    if (!at) return std::nullopt;
+    return "/" + *at;
+  };
+  d.cgroup_cpus = [](const std::string& path) -> std::optional<CpuSet> {
+    if (path.rfind("/kubepods.slice", 0) == 0) return CpuSet::of({5, 6});
+    return std::nullopt;
+  };
+  d.stay_in_cgroups = {"kubepods.slice"};
+  return d;
+}
+
+TEST_F(JobManagerTest, AReleasedJobsProcessGoesBackToTheCgroupItCameFromEvenAfterARestart) {
+  ASSERT_TRUE(cgroupfs_->make_dir("user.slice"));
+  ASSERT_TRUE(cgroupfs_->make_dir("user.slice/session-1.scope"));
+  auto alice = spawn(101, kAlice);
+  cgroupfs_->set_processes("user.slice/session-1.scope", {101});
+  {
+    JobManager m(with_origins(deps(), cgroupfs_));
+    ASSERT_TRUE(m.request(alice, {{"num_cpus", 2}}, {}).ok());
+    EXPECT_EQ(cgroupfs_->pid_location(101), "mlos/job-1");
+  }
+  JobManager restarted(with_origins(deps(), cgroupfs_));
+  ASSERT_TRUE(restarted.recover().ok());
+  ASSERT_TRUE(restarted.release(alice, 1));
+  EXPECT_EQ(cgroupfs_->pid_location(101), "user.slice/session-1.scope");
+  EXPECT_FALSE(cgroup_exists(1));
+}
+
+TEST_F(JobManagerTest, AJobInAnotherManagersCgroupStaysThereAndInsideItsCpuset) {
+  ASSERT_TRUE(cgroupfs_->make_dir("kubepods.slice"));
+  ASSERT_TRUE(cgroupfs_->make_dir("kubepods.slice/pod1"));
+  auto pod = spawn(301, kAlice);
+  cgroupfs_->set_processes("kubepods.slice/pod1", {301});
+  JobManager m(with_origins(deps(), cgroupfs_));
+  // The client claims every CPU; the pod's cpuset (5-6) bounds it anyway.
+  auto a = m.request(pod, {{"num_cpus", 2}, {"exclusive", true}, {"allowed_cpus", "0-7"}}, {});
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_EQ((*a)["cpus"], "5-6");
+  EXPECT_EQ(cgroupfs_->pid_location(301), "kubepods.slice/pod1");
+  EXPECT_TRUE(moves_.empty());
+  EXPECT_FALSE(cgroup_exists(1));
+  const json job = find_job(m.status(), 1);
+  EXPECT_NE(job["notes"].dump().find("stays in /kubepods.slice/pod1"), std::string::npos) << job.dump();
+  // Another process of the pod asking for more than the pod has left.
+  auto other = spawn(302, kAlice);
+  cgroupfs_->set_processes("kubepods.slice/pod1", {301, 302});
+  auto too_many = m.request(other, {{"num_cpus", 1}, {"exclusive", true}}, {});
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.error().code, MLOS_ERR_CPUS_BUSY);  // the pod's two CPUs are held
+  // Released: nothing to move back, nothing to remove.
+  ASSERT_TRUE(m.release(pod, 1));
+  EXPECT_EQ(cgroupfs_->pid_location(301), "kubepods.slice/pod1");
+  EXPECT_TRUE(moves_.empty());
+}
+
 TEST_F(JobManagerTest, SecondJobOfTheSameProcessSharesItsCgroupMembership) {
   auto m = make_manager();
   const auto alice = spawn(101, kAlice);

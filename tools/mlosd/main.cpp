@@ -172,6 +172,28 @@ std::optional<uint64_t> job_of_process(pid_t pid, bool v1, const std::string& ba
   return std::stoull(digits);
 }
 
+// The CPUs cgroup `path` (as /proc/<pid>/cgroup names it) lets its
+// processes use: the effective cpuset of it or of its nearest ancestor that
+// has one (v2 shows the files only where the cpuset controller is enabled).
+std::optional<mlos::CpuSet> cgroup_effective_cpus(bool v1, std::string path) {
+  auto mountinfo = os::read_whole_file("/proc/self/mountinfo");
+  if (!mountinfo || !mountinfo->has_value()) return std::nullopt;
+  const os::CgroupMounts m = os::parse_cgroup_mounts(**mountinfo);
+  const std::string root = v1 ? m.cpuset : m.unified;
+  if (root.empty() || path.empty() || path.front() != '/' || path.find("/..") != std::string::npos) return std::nullopt;
+  const char* file = v1 ? "/cpuset.effective_cpus" : "/cpuset.cpus.effective";
+  for (;;) {
+    auto text = os::read_whole_file(root + (path == "/" ? "" : path) + file);
+    if (text && text->has_value()) {
+      auto cpus = mlos::CpuSet::parse_list(**text);
+      if (cpus && !cpus->empty()) return *cpus;
+    }
+    if (path == "/") return std::nullopt;
+    const size_t slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+}
+
 // Descriptors: one per connection and its pidfd, one per job owner, plus
 // memory watches. The soft limit (1024 by default) is raised to the hard one
 // at start; the unit sets LimitNOFILE, and quotas bound what one user holds.
@@ -320,6 +342,16 @@ int main(int argc, char** argv) {
     deps.job_of_process = [v1 = (*driver)->version() == "v1", base = config.cgroup_base](pid_t pid) {
       return job_of_process(pid, v1, base);
     };
+    deps.cgroup_of = [v1 = (*driver)->version() == "v1"](pid_t pid) -> std::optional<std::string> {
+      auto text = os::read_whole_file("/proc/" + std::to_string(pid) + "/cgroup");
+      if (!text || !text->has_value()) return std::nullopt;
+      return os::parse_cgroup_path(**text, v1 ? "cpuset" : "");
+    };
+    deps.cgroup_cpus = [v1 = (*driver)->version() == "v1"](const std::string& path) {
+      return cgroup_effective_cpus(v1, path);
+    };
+    deps.stay_in_cgroups = config.stay_in_cgroups;
+    deps.cgroup_base = config.cgroup_base;
   }
   deps.lineage = [](pid_t pid) { return os::lineage(pid); };
   deps.confinement = confinement;

@@ -49,6 +49,18 @@ std::optional<uint64_t> keyed_value(const std::string& text, const std::string& 
   return std::nullopt;
 }
 
+std::optional<std::string> origin_path(const std::string& origin, const std::string& job_path) {
+  if (origin.empty() || origin.front() != '/') return std::nullopt;
+  std::string rel = origin.substr(1);
+  while (!rel.empty() && rel.back() == '/') rel.pop_back();
+  std::istringstream parts(rel);
+  for (std::string part; std::getline(parts, part, '/');) {
+    if (part.empty() || part == "." || part == "..") return std::nullopt;
+  }
+  if (rel == job_path || rel.rfind(job_path + "/", 0) == 0) return std::nullopt;
+  return rel;
+}
+
 }  // namespace cgroup_detail
 }  // namespace mlos::os
 

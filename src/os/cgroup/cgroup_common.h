@@ -18,4 +18,10 @@ std::optional<uint64_t> parse_u64(const std::string& text);
 // Value of "key N" in a flat-keyed file such as cpu.stat.
 std::optional<uint64_t> keyed_value(const std::string& text, const std::string& key);
 
+// `origin` (a cgroup path as /proc/<pid>/cgroup gives it: "/a/b", "/" for
+// the root) as a path relative to the hierarchy's root ("" for the root);
+// nullopt if it is not absolute or has "." or ".." components, or lies in
+// or under `job_path` (the cgroup being emptied).
+std::optional<std::string> origin_path(const std::string& origin, const std::string& job_path);
+
 }  // namespace mlos::os::cgroup_detail

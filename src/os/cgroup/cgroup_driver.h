@@ -60,10 +60,14 @@ class CgroupDriver {
   virtual Status set_cpu_weight(const std::string& job, uint32_t weight) = 0;
   // Moves process `pid` (all its threads) into the job's cgroup.
   virtual Status attach(const std::string& job, pid_t pid) = 0;
-  // Moves every process out of the job's cgroup, to where unmanaged
-  // processes belong: the hierarchy's root (v1), or the leaf
-  // "<base>/released" (v2, whose base may not hold processes).
-  virtual Status detach(const std::string& job) = 0;
+  // Moves every process out of the job's cgroup: back to `origin`, the
+  // cgroup its owner came from as /proc/<pid>/cgroup names it (v1: the
+  // cpuset hierarchy's path, used in each hierarchy that has it), so a job
+  // started under systemd, Slurm or Kubernetes ends where it began; else
+  // (origin "", gone, or refusing processes) to where unmanaged processes
+  // belong: the hierarchy's root (v1), or the leaf "<base>/released" (v2,
+  // whose base may not hold processes).
+  virtual Status detach(const std::string& job, const std::string& origin) = 0;
   virtual Result<std::vector<pid_t>> processes(const std::string& job) const = 0;
   virtual Result<CgroupUsage> usage(const std::string& job) const = 0;
   // An eventfd that the kernel signals each time the job's memory usage

@@ -81,12 +81,20 @@ class CgroupV1Driver final : public CgroupDriver {
     return Status::Ok();
   }
 
-  Status detach(const std::string& job) override {
+  Status detach(const std::string& job, const std::string& origin) override {
     auto pids = processes(job);
     if (!pids) return pids.error();
+    // The origin is the cpuset hierarchy's path; each hierarchy that has a
+    // cgroup of that path takes the process back there, the others (and
+    // any that refuses) at their root.
+    const std::optional<std::string> back = cgroup_detail::origin_path(origin, path(job));
     Status first;
     for (pid_t pid : *pids) {
       for (CgroupFs* fs : hierarchies()) {
+        if (back && !back->empty() && fs->exists(*back) &&
+            fs->write(*back + "/cgroup.procs", std::to_string(pid))) {
+          continue;
+        }
         // ESRCH: the process exited meanwhile, nothing left to move.
         Status s = fs->write("cgroup.procs", std::to_string(pid));
         if (!s && s.error().sys_errno != ESRCH && first.ok()) first = s;

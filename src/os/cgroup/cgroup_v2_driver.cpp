@@ -75,14 +75,23 @@ class CgroupV2Driver final : public CgroupDriver {
     return fs_->write(path(job) + "/cgroup.procs", std::to_string(pid));
   }
 
-  Status detach(const std::string& job) override {
+  Status detach(const std::string& job, const std::string& origin) override {
     auto pids = processes(job);
     if (!pids) return pids.error();
     if (pids->empty()) return Status::Ok();
+    // The origin while it takes processes (it may be gone, or have become
+    // an inner cgroup with controllers enabled: EBUSY), then the leaf.
+    std::optional<std::string> back = cgroup_detail::origin_path(origin, path(job));
+    if (back && !back->empty() && !fs_->exists(*back)) back.reset();
     const std::string released = base_ + "/released";
-    if (Status s = fs_->make_dir(released); !s) return s;
     Status first;
     for (pid_t pid : *pids) {
+      if (back) {
+        Status s = fs_->write(*back + (back->empty() ? "" : "/") + "cgroup.procs", std::to_string(pid));
+        if (s || s.error().sys_errno == ESRCH) continue;
+        back.reset();
+      }
+      if (Status s = fs_->make_dir(released); !s) return s;
       Status s = fs_->write(released + "/cgroup.procs", std::to_string(pid));
       if (!s && s.error().sys_errno != ESRCH && first.ok()) first = s;
     }
