@@ -194,7 +194,18 @@ void Confinement::undo() {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return depth(a.first) < depth(b.first); });
   for (const auto& [cgroup, was] : order) {
     if (!fs_->exists(cgroup)) continue;
-    if (Status s = fs_->write(cgroup + "/cpuset.cpus", was); !s) {
+    std::string value = was;
+    if (value.empty()) {
+      // v2 "": it inherited its parent's CPUs. Emptying the list again
+      // (a newline: a write of no bytes never reaches cgroupfs) works only
+      // while the cgroup has no tasks; Linux refuses it with ENOSPC once it
+      // has (seen under systemd in the VM test bed, system.slice). Then the
+      // parent's effective CPUs, spelled out, are the same CPUs.
+      if (fs_->write(cgroup + "/cpuset.cpus", "\n")) continue;
+      auto parents = fs_->read(file_in(parent_of(cgroup), "cpuset.cpus.effective"));
+      value = parents ? trimmed(*parents) : "";
+    }
+    if (Status s = fs_->write(cgroup + "/cpuset.cpus", value); !s) {
       note("cannot restore " + cgroup + " to \"" + was + "\": " + s.error().describe());
     }
   }

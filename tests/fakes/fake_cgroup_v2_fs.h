@@ -16,6 +16,10 @@
 //    root); cpu.stat is a core file present everywhere, memory.pressure (PSI)
 //    one of every non-root cgroup, as in the kernel.
 //    Disabling a controller drops the children's settings (the css dies);
+//  - cpuset.cpus.effective is the cgroup's own cpuset.cpus, else its
+//    parent's effective CPUs (the root's: set_root_cpus()); emptying the
+//    cpuset.cpus of a cgroup with processes in its subtree -> ENOSPC (Linux
+//    6.1's validate_change, v2 included);
 //  - rmdir of a cgroup with children or processes -> EBUSY; missing files ->
 //    ENOENT; writing a read-only file -> EACCES; bad values -> EINVAL.
 // A pid is in exactly one cgroup. Writing "0" to cgroup.procs moves the
@@ -82,6 +86,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
       return out;
     }
     if (name == "memory.current") return std::to_string(d.memory_current) + "\n";
+    if (name == "cpuset.cpus.effective") return effective_cpus(dir) + "\n";
     if (name == "cpu.stat") return "usage_usec " + std::to_string(d.cpu_usage_usec) + "\nuser_usec 0\nsystem_usec 0\n";
     if (name == "memory.pressure") {
       return "some avg10=" + std::to_string(d.some_avg10) + " avg60=0.00 avg300=0.00 total=" +
@@ -112,6 +117,9 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
       ok = cpu_list(v);
     }
     if (!ok) return err(EINVAL, "write \"" + v + "\"", path);
+    if (name == "cpuset.cpus" && v.empty() && !dirs_[dir].values[name].empty() && populated(dir)) {
+      return err(ENOSPC, "emptying the CPUs of a populated cgroup", path);
+    }
     dirs_[dir].values[name] = v;
     return mlos::Status::Ok();
   }
@@ -122,6 +130,8 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
   }
 
   // ---- test helpers (they bypass the kernel's rules) ----
+  // The root cgroup's CPUs (its cpuset.cpus.effective; "" by default).
+  void set_root_cpus(const std::string& cpus) { root_cpus_ = cpus; }
   // Makes `pids` exactly the processes of `path`, moving them from wherever
   // they were; processes that were there and are not listed exit.
   void set_processes(const std::string& path, const std::vector<pid_t>& pids) {
@@ -175,6 +185,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
         {"memory.high", "memory", true, false, "max"}, {"memory.low", "memory", true, false, "0"},
         {"memory.current", "memory", false, true, ""}, {"cpu.stat", "", false, true, ""},
         {"memory.pressure", "", false, false, ""},  // PSI: a core file of non-root cgroups
+        {"cpuset.cpus.effective", "cpuset", false, true, ""},
     };
     for (const Spec& s : kSpecs) {
       if (name == s.name) return &s;
@@ -217,6 +228,18 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
   }
   std::vector<std::string> controllers(const std::string& dir) const {
     return dir.empty() ? order_ : canonical(dirs_.at(split(dir).first).subtree);
+  }
+  std::string effective_cpus(const std::string& dir) const {
+    if (dir.empty()) return root_cpus_;
+    auto v = dirs_.at(dir).values.find("cpuset.cpus");
+    if (v != dirs_.at(dir).values.end() && !v->second.empty()) return v->second;
+    return effective_cpus(split(dir).first);
+  }
+  bool populated(const std::string& dir) const {
+    for (const auto& [p, d] : dirs_) {
+      if ((p == dir || p.rfind(dir + "/", 0) == 0) && !d.procs.empty()) return true;
+    }
+    return false;
   }
   bool has_file(const std::string& dir, const std::string& name) const {
     if (name == "cgroup.controllers" || name == "cgroup.subtree_control" || name == "cgroup.procs") return true;
@@ -282,6 +305,7 @@ class FakeCgroupV2Fs final : public mlos::os::CgroupFs {
   }
 
   std::vector<std::string> order_;
+  std::string root_cpus_;
   std::map<std::string, Dir> dirs_;
   std::vector<std::pair<std::string, std::string>> log_;
   pid_t writer_pid_ = 1000;

@@ -6,7 +6,6 @@ mlosd is placed inside that cpuset, stays in that cgroup (so the pod's or
 the step's limits and accounting keep covering it), and mlosd says so;
 asking for more CPUs than the cgroup has fails. docs/cluster.md."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

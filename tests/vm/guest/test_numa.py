@@ -6,7 +6,6 @@ node spans both unless `--single-node`, and under mlosd the job's v2
 cgroup gets the node's CPUs and memory."""
 import json
 import os
-import re
 import sys
 
 import pytest
