@@ -18,6 +18,17 @@ std::string str(const json& j, const char* key) {
   return j.get<std::string>();
 }
 
+// An element of list `key` that must name a cgroup by a relative path
+// ("system.slice", "kubepods.slice/x"): std::invalid_argument otherwise.
+std::string relative_cgroup(const json& e, const std::string& key) {
+  const std::string cg = str(e, (key + "[]").c_str());
+  if (cg.empty() || cg.front() == '/' || cg.back() == '/' || cg.find("..") != std::string::npos ||
+      cg.find("//") != std::string::npos) {
+    throw std::invalid_argument(key + ": \"" + cg + "\" is not a relative cgroup path without '..'");
+  }
+  return cg;
+}
+
 }  // namespace
 
 Status DaemonConfig::merge(const json& c) {
@@ -52,12 +63,7 @@ Status DaemonConfig::merge(const json& c) {
         } else if (v.is_array() && !v.empty()) {
           next.confine = "list";
           for (const auto& e : v) {
-            const std::string cg = str(e, "confine[]");
-            if (cg.empty() || cg.front() == '/' || cg.back() == '/' || cg.find("..") != std::string::npos ||
-                cg.find("//") != std::string::npos) {
-              throw std::invalid_argument("confine: \"" + cg + "\" is not a relative cgroup path without '..'");
-            }
-            next.confine_cgroups.push_back(cg);
+            next.confine_cgroups.push_back(relative_cgroup(e, "confine"));
           }
         } else {
           throw std::invalid_argument("confine must be \"node\", \"off\" or a non-empty list of cgroups");
@@ -66,12 +72,7 @@ Status DaemonConfig::merge(const json& c) {
         if (!v.is_array()) throw std::invalid_argument("stay_in_cgroups must be a list of cgroups");
         next.stay_in_cgroups.clear();
         for (const auto& e : v) {
-          const std::string cg = str(e, "stay_in_cgroups[]");
-          if (cg.empty() || cg.front() == '/' || cg.back() == '/' || cg.find("..") != std::string::npos ||
-              cg.find("//") != std::string::npos) {
-            throw std::invalid_argument("stay_in_cgroups: \"" + cg + "\" is not a relative cgroup path without '..'");
-          }
-          next.stay_in_cgroups.push_back(cg);
+          next.stay_in_cgroups.push_back(relative_cgroup(e, "stay_in_cgroups"));
         }
       } else if (key == "confine_group") {
         next.confine_group = str(v, "confine_group");

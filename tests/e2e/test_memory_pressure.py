@@ -1,4 +1,5 @@
-"""Memory-pressure callbacks against the real kernel (cgroup v1 here): a
+"""Memory-pressure callbacks against the real kernel (cgroup v1 here; the
+daemon's test also on v2 with per-job PSI triggers in the VM test bed): a
 job told about pressure before the OOM killer acts, and a job that sheds
 memory on the callback surviving where the same job without mlOS is killed.
 See tests/e2e/pressure_scenario.py for the scenario."""
@@ -7,12 +8,15 @@ import pytest
 import pressure_scenario as sc
 from conftest import build_dir
 
-pytestmark = pytest.mark.skipif(sc.v1_memory_unavailable_reason() is not None,
-                                reason=sc.v1_memory_unavailable_reason() or "")
+# The embedded scenario makes its own v1 memory cgroup; the daemon's uses
+# whatever hierarchy mlosd drives.
+needs_v1_memory = pytest.mark.skipif(sc.v1_memory_unavailable_reason() is not None,
+                                     reason=sc.v1_memory_unavailable_reason() or "")
 
 LEVEL_MODERATE, LEVEL_CRITICAL = 1, 2
 
 
+@needs_v1_memory
 def test_callbacks_arrive_before_the_oom_killer(tmp_path):
     out = sc.run(build_dir(), "observe", tmp_path)
     # The observing trainer keeps its cache, so the kernel kills it...
@@ -35,6 +39,7 @@ def test_callbacks_arrive_before_the_oom_killer(tmp_path):
             print(f"level {level}: callback {(cb['t_ns'] - crossed) / 1e6:+.2f} ms after the hog saw the crossing")
 
 
+@needs_v1_memory
 def test_shedding_job_survives_where_the_plain_job_is_killed(tmp_path):
     plain = sc.run(build_dir(), "plain", tmp_path / "plain")
     assert plain.trainer_rc == -9, plain.trainer_events
@@ -53,10 +58,10 @@ def test_shedding_job_survives_where_the_plain_job_is_killed(tmp_path):
 
 @pytest.fixture
 def daemon(tmp_path):
-    from daemon_helpers import Daemon, v1_cgroups_usable
-    if v1_cgroups_usable():
-        pytest.skip(v1_cgroups_usable())
-    d = Daemon(tmp_path, cgroups="v1").start()
+    from daemon_helpers import Daemon, real_cgroups_usable
+    if real_cgroups_usable():
+        pytest.skip(real_cgroups_usable())
+    d = Daemon(tmp_path, cgroups="real").start()
     yield d
     d.stop()
     d.remove_cgroups()
@@ -73,7 +78,13 @@ def test_under_mlosd_the_daemon_watches_and_the_shedding_job_survives(daemon, tm
     assert shed.of(shed.hog_events, "done")
 
     observe = sc.run(build_dir(), "observe", tmp_path / "observe", daemon=daemon)
-    assert observe.trainer_rc == -9, observe.trainer_events
+    if daemon.cgroups == "v1":
+        assert observe.trainer_rc == -9, observe.trainer_events
+    else:
+        # v2's memory.high (90 % of the limit) throttles every allocation in
+        # the cgroup, so the hog may not reach memory.max before the
+        # observing trainer's run ends: killed or not, it heard both levels.
+        assert observe.trainer_rc in (0, -9), observe.trainer_events
     levels = [c["level"] for c in observe.callbacks]
     assert levels[:2] == [LEVEL_MODERATE, LEVEL_CRITICAL], observe.callbacks
     assert all(c["t_ns"] < observe.trainer_exit_ns for c in observe.callbacks[:2])

@@ -281,6 +281,26 @@ TEST(TensorPool, ANodeBindsEveryPageOfTheArena) {
   EXPECT_EQ(mlos_tmm_pool_destroy(pool), MLOS_OK);
 }
 
+// Skipped on one-node machines; runs in the VM test bed (two nodes).
+TEST(TensorPool, OnAnotherNodeEveryPageLandsThereAndStatsSaySo) {
+  if (access("/sys/devices/system/node/node1", F_OK) != 0) GTEST_SKIP() << "one NUMA node here (tests/vm has two)";
+  for (uint32_t flags : {0u, uint32_t{MLOS_TMM_STRICT_NODE}}) {
+    mlos_tmm_pool_t* pool = make_pool(8 * kMiB, flags, 1);
+    ASSERT_NE(pool, nullptr);
+    const mlos_tmm_buffer_t b = acquire(pool, 4 * kMiB);
+    EXPECT_EQ(policy_at(b.data), std::make_pair(flags ? int{MPOL_BIND} : int{MPOL_PREFERRED}, 2ul));
+    memset(b.data, 1, b.capacity);
+    for (size_t off = 0; off < b.capacity; off += 256 * kKiB) {
+      EXPECT_EQ(node_of_page(static_cast<char*>(b.data) + off), 1) << "offset " << off << " flags " << flags;
+    }
+    const mlos_tmm_stats_t s = stats_of(pool);
+    EXPECT_EQ(s.numa_node, 1);
+    EXPECT_EQ(s.remote_node_pages, 0u);
+    EXPECT_EQ(mlos_tmm_release(pool, b.data), MLOS_OK);
+    EXPECT_EQ(mlos_tmm_pool_destroy(pool), MLOS_OK);
+  }
+}
+
 TEST(TensorPool, ANodeThatIsNotOnlineIsRefused) {
   mlos_tmm_pool_t* pool = nullptr;
   const auto o = options(1 * kMiB, 0, 1000);

@@ -1,8 +1,9 @@
 /* A process that allocates anonymous memory steadily, for the memory-
  * pressure tests. Usage:
  *   mlos_memory_hog STEP_MB INTERVAL_MS TARGET_MB HOLD_MS [CGROUP_DIR [CROSS_BYTES...]]
- * Touches every page it allocates. With CGROUP_DIR (a v1 memory cgroup), it
- * reads the cgroup's working set (usage_in_bytes - total_inactive_file)
+ * Touches every page it allocates. With CGROUP_DIR (a memory cgroup), it
+ * reads the cgroup's working set (v1: usage_in_bytes - total_inactive_file;
+ * v2: memory.current - inactive_file)
  * after every MiB and prints, once per CROSS_BYTES value, the
  * CLOCK_MONOTONIC time it first saw the working set at or above it:
  *   {"event":"cross","bytes":N,"t_ns":T}
@@ -58,8 +59,13 @@ int main(int argc, char** argv) {
   if (ncross > 16) ncross = 16;
   for (int i = 0; i < ncross; ++i) cross[i] = strtoull(argv[6 + i], NULL, 10);
   char usage_path[512], stat_path[512];
+  const char* inactive_key = "total_inactive_file";  // v1; v2: memory.current, inactive_file
   if (cg) {
     snprintf(usage_path, sizeof usage_path, "%s/memory.usage_in_bytes", cg);
+    if (access(usage_path, R_OK) != 0) {
+      snprintf(usage_path, sizeof usage_path, "%s/memory.current", cg);
+      inactive_key = "inactive_file";
+    }
     snprintf(stat_path, sizeof stat_path, "%s/memory.stat", cg);
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -74,7 +80,7 @@ int main(int argc, char** argv) {
       for (size_t off = 0; off < mib; off += 4096) p[off] = (char)(off + mb);
       if (cg) {
         uint64_t usage = read_u64(usage_path);
-        uint64_t inactive = stat_value(stat_path, "total_inactive_file");
+        uint64_t inactive = stat_value(stat_path, inactive_key);
         uint64_t ws = usage > inactive ? usage - inactive : 0;
         for (int c = 0; c < ncross; ++c) {
           if (!crossed[c] && ws >= cross[c]) {

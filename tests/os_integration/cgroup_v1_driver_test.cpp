@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "integration/proc_observer.h"
+#include "os_integration/memory_toucher.h"
 #include "os/cgroup/cgroup_driver.h"
 
 using namespace mlos_test;
@@ -30,24 +31,6 @@ V1 v1_driver(const std::string& base) {
   if ((*d)->version() != "v1") return {nullptr, "this machine uses cgroup " + (*d)->version()};
   if (access("/sys/fs/cgroup/cpuset", W_OK) != 0) return {nullptr, "cgroup v1 hierarchy not writable"};
   return {std::move(d.value()), ""};
-}
-
-// A child that, once told through `go`, touches `bytes` of fresh memory
-// (charged to whatever memory cgroup it is in by then), acknowledges on
-// `done` and sleeps until killed.
-pid_t toucher(size_t bytes, int go[2], int done[2]) {
-  if (pipe(go) != 0 || pipe(done) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    char c;
-    if (read(go[0], &c, 1) != 1) _exit(1);
-    char* p = static_cast<char*>(malloc(bytes));
-    memset(p, 1, bytes);
-    if (write(done[1], "k", 1) != 1) _exit(1);
-    pause();
-    _exit(0);
-  }
-  return pid;
 }
 
 // Removes what a test left in the real hierarchy, even when it failed

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include <memory>
 
 #include "integration/proc_observer.h"
+#include "os_integration/memory_toucher.h"
 #include "os/cgroup/cgroup_driver.h"
 #include "os/memory_sources.h"
 
@@ -40,30 +40,6 @@ V2 v2_driver(const std::string& base) {
   if ((*d)->version() != "v2") return {nullptr, "this machine uses cgroup " + (*d)->version() + " (tests/vm runs v2)"};
   if (access((kRoot + "/cgroup.subtree_control").c_str(), W_OK) != 0) return {nullptr, "cgroup v2 root not writable"};
   return {std::move(d.value()), ""};
-}
-
-// A child that touches `bytes` of fresh anonymous memory once told on `go`,
-// says so on `done`, then sleeps (or, with `forever`, keeps writing to it)
-// until killed. Volatile stores: a memset of memory never read again may be
-// optimised away, and then nothing is charged.
-pid_t toucher(size_t bytes, int go[2], int done[2], bool forever = false) {
-  if (pipe(go) != 0 || pipe(done) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    char c;
-    if (read(go[0], &c, 1) != 1) _exit(1);
-    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) _exit(1);
-    volatile char* p = static_cast<volatile char*>(m);
-    for (size_t i = 0; i < bytes; i += 4096) p[i] = 1;
-    if (write(done[1], "k", 1) != 1) _exit(1);
-    for (char round = 2; forever; ++round) {
-      for (size_t i = 0; i < bytes; i += 4096) p[i] = round;
-    }
-    pause();
-    _exit(0);
-  }
-  return pid;
 }
 
 // Removes what a test left in the hierarchy even when it failed half-way:

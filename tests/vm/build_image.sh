@@ -7,8 +7,8 @@
 # Cached in $MLOS_VM_CACHE (default /var/cache/mlos/vm) under a key hashed
 # from this script, the guest's unit files, the package list and the Debian
 # suite: a change to any of them builds a new image, nothing else does.
-# Needs root (debootstrap, chroot), qemu-system-x86, debootstrap and
-# e2fsprogs (tests/vm/setup.sh installs them) and Debian's package mirror.
+# Needs root (debootstrap, chroot), debootstrap and e2fsprogs
+# (tests/vm/setup.sh installs them) and Debian's package mirror.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -79,10 +79,13 @@ mkdir -p "$work/out"
 cp "$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)" "$work/out/vmlinuz"
 cp "$(ls "$root"/boot/initrd.img-* | sort -V | tail -1)" "$work/out/initrd.img"
 used_mb=$(du -sm "$root" | cut -f1)
-mkfs.ext4 -q -F -L mlosroot -d "$root" "$work/out/root.img" "$((used_mb + 1536))M"
+# (stdout is the cache path this script prints: mkfs talks to stderr)
+mkfs.ext4 -q -F -L mlosroot -d "$root" "$work/out/root.img" "$((used_mb + 1536))M" >&2
 printf '%s\n' "${packages[@]}" > "$work/out/packages.txt"
 echo "$(date -u +%FT%TZ) $((SECONDS - start)) s" > "$work/out/complete"
 rm -rf "$out"
 mv "$work/out" "$out"
+# Older images (other keys) go, but the one built before this: 2.5 GB each.
+ls -1dt "$cache_root"/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
 log "built $out in $((SECONDS - start)) s ($(du -sh --apparent-size "$out/root.img" | cut -f1) image)"
 echo "$out"

@@ -26,6 +26,7 @@ timeout_s="${MLOS_VM_TIMEOUT:-1200}"
 accel="${MLOS_VM_ACCEL:-tcg}"
 log() { echo "vm: $*" >&2; }
 
+bash "$here/setup.sh"
 image="$(bash "$here/build_image.sh")"
 
 rm -rf "$run"
@@ -33,7 +34,7 @@ mkdir -p "$run"
 # The build, installed as users install it, for the guest to copy into /.
 DESTDIR="$run/stage" cmake --install "$build" --prefix /usr/local > "$run/install.log"
 cp "$here/guest/harness.sh" "$run/harness.sh"
-default_tests=(tests/vm/guest tests/e2e/test_daemon.py tests/e2e/test_dataload_daemon.py)
+default_tests=(tests/vm/guest tests/e2e/test_daemon.py tests/e2e/test_dataload_daemon.py tests/e2e/test_memory_pressure.py)
 (($#)) || set -- "${default_tests[@]}"
 printf '%s\n' "$@" > "$run/pytest_args"
 
@@ -100,7 +101,8 @@ qemu-system-x86_64 "${accel_args[@]}" -machine q35 -smp 4,sockets=2,cores=2,thre
 qemu_pid=$!
 
 rc=0
-if wait_for_line "$run/console.log" "harness: started" 300; then
+wait_for_line "$run/console.log" "harness: started" 300 && ready=0 || ready=$?
+if ((ready == 0)); then
   log "guest ready after $((SECONDS - start)) s (guest uptime $(cat "$run/ready_uptime" 2>/dev/null) s)"
   deadline=$((start + timeout_s))
   while alive "$qemu_pid" && ((SECONDS < deadline)); do sleep 1; done
@@ -110,9 +112,13 @@ if wait_for_line "$run/console.log" "harness: started" 300; then
   else
     rc="$(cat "$run/rc" 2>/dev/null || echo 3)"
   fi
+elif ((ready == 1)); then
+  log "QEMU exited before the guest reached the harness:"
+  tail -30 "$run/qemu.log" "$run/console.log" >&2 2>/dev/null || true
+  rc=3
 else
   log "the guest did not reach the harness within 300 s; console tail:"
-  tail -30 "$run/console.log" >&2
+  tail -30 "$run/console.log" >&2 2>/dev/null || true
   rc=124
 fi
 cleanup
