@@ -74,6 +74,11 @@ Status DaemonConfig::merge(const json& c) {
         for (const auto& e : v) {
           next.stay_in_cgroups.push_back(relative_cgroup(e, "stay_in_cgroups"));
         }
+      } else if (key == "node_cpus") {
+        next.node_cpus = str(v, "node_cpus");
+        if (next.node_cpus != "affinity" && next.node_cpus != "root-cgroup") {
+          throw std::invalid_argument("node_cpus must be \"affinity\" or \"root-cgroup\"");
+        }
       } else if (key == "confine_group") {
         next.confine_group = str(v, "confine_group");
       } else if (key == "ledger_dir") {
@@ -147,6 +152,7 @@ json DaemonConfig::to_json() const {
               {"confine", confine == "list" ? json(confine_cgroups) : json(confine)},
               {"confine_group", confine_group},
               {"stay_in_cgroups", stay_in_cgroups},
+              {"node_cpus", node_cpus},
               {"metrics_listen", metrics_listen},
               {"metrics_textfile", metrics_textfile},
               {"sample_interval_ms", sample_interval_ms},

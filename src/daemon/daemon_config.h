@@ -46,6 +46,11 @@ struct DaemonConfig {
   // keep covering it (docs/cluster.md). The defaults are Kubernetes'
   // (cgroupfs and systemd drivers) and Slurm's (v1 and v2 layouts).
   std::vector<std::string> stay_in_cgroups = {"kubepods", "kubepods.slice", "slurm", "system.slice/slurmstepd.scope"};
+  // The CPUs mlosd manages: "affinity" (the CPUs it may run on itself when
+  // it starts) or "root-cgroup" (the root cgroup's effective cpuset: every
+  // CPU of the node, for an mlosd kept off some of them, as a Burstable
+  // DaemonSet pod is kept off Guaranteed pods' CPUs by the kubelet).
+  std::string node_cpus = "affinity";
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
   std::string metrics_textfile;      // node_exporter textfile path, "" for none
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights

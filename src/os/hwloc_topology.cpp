@@ -139,6 +139,7 @@ Result<Topology> load_topology(const TopologySource& source) {
   std::unique_ptr<hwloc_topology, TopologyDeleter> t(raw);
   // I/O devices are needed for GPUs; keep only the interesting ones.
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (source.include_disallowed) hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   int rc = 0;
   if (source.kind == TopologySource::kSynthetic) {
     rc = hwloc_topology_set_synthetic(raw, source.spec.c_str());

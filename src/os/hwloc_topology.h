@@ -13,6 +13,10 @@ namespace mlos::os {
 struct TopologySource {
   enum Kind { kThisMachine, kSynthetic, kXmlFile } kind = kThisMachine;
   std::string spec;  // synthetic description or XML path
+  // This machine's CPUs and nodes that this process may not use (its
+  // cpuset's) count too (hwloc's INCLUDE_DISALLOWED): for mlosd managing
+  // the whole node from a narrowed cgroup (node_cpus "root-cgroup").
+  bool include_disallowed = false;
 
   // "" -> this machine; "synthetic:<desc>"; "xml:<path>". INVALID_ARGUMENT
   // for anything else.

@@ -73,8 +73,11 @@ class Client:
 
 
 class Daemon:
-    def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off", policy_dir=None):
-        """cgroups: none, v1, v2, or real (whichever this machine has)."""
+    def __init__(self, tmp_path: Path, cgroups="none", extra_args=(), confine="off", policy_dir=None, start_in=None):
+        """cgroups: none, v1, v2, or real (whichever this machine has);
+        start_in: a v2 cgroup directory mlosd starts in (as a service
+        manager would put it there), instead of the test's own."""
+        self.start_in = start_in
         if cgroups == "real":
             cgroups = real_hierarchy()
         self.confine = confine
@@ -115,7 +118,8 @@ class Daemon:
 
     def start(self, timeout=10):
         offset = self.log.stat().st_size if self.log.exists() else 0
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        join = (lambda: (Path(self.start_in) / "cgroup.procs").write_text(str(os.getpid()))) if self.start_in else None
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=join,
                                      stderr=open(self.log, "a"))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -28,6 +28,7 @@ json full_config() {
               {"confine", {"system.slice", "user.slice"}},
               {"confine_group", "trainers"},
               {"stay_in_cgroups", {"kubepods.slice", "batch.slice/jobs"}},
+              {"node_cpus", "root-cgroup"},
               {"metrics_listen", ""},
               {"metrics_textfile", "/var/lib/node_exporter/mlos.prom"},
               {"sample_interval_ms", 50},
@@ -96,6 +97,7 @@ TEST(DaemonConfigTest, MergeOfAFullConfigSetsEveryField) {
   EXPECT_EQ(c.confine_cgroups, (std::vector<std::string>{"system.slice", "user.slice"}));
   EXPECT_EQ(c.confine_group, "trainers");
   EXPECT_EQ(c.stay_in_cgroups, (std::vector<std::string>{"kubepods.slice", "batch.slice/jobs"}));
+  EXPECT_EQ(c.node_cpus, "root-cgroup");
   EXPECT_EQ(c.metrics_listen, "");
   EXPECT_EQ(c.metrics_textfile, "/var/lib/node_exporter/mlos.prom");
   EXPECT_EQ(c.sample_interval_ms, 50);
@@ -206,6 +208,10 @@ TEST_F(DaemonConfigRejectTest, StayInCgroupsOtherThanAListOfRelativePaths) {
   expect_rejected({{"stay_in_cgroups", {"/kubepods"}}}, "stay_in_cgroups");
   expect_rejected({{"stay_in_cgroups", {"kubepods/../x"}}}, "stay_in_cgroups");
   expect_rejected({{"stay_in_cgroups", {""}}}, "stay_in_cgroups");
+}
+TEST_F(DaemonConfigRejectTest, NodeCpusOtherThanAffinityOrRootCgroup) {
+  expect_rejected({{"node_cpus", "all"}}, "node_cpus");
+  expect_rejected({{"node_cpus", 4}}, "node_cpus");
 }
 TEST_F(DaemonConfigRejectTest, RelativeLedgerDir) { expect_rejected({{"ledger_dir", "run/mlos"}}, "ledger_dir"); }
 TEST_F(DaemonConfigRejectTest, AbsoluteCgroupBase) { expect_rejected({{"cgroup_base", "/mlos"}}, "cgroup_base"); }

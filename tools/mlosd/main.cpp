@@ -302,10 +302,20 @@ int main(int argc, char** argv) {
     return fail("cannot create state directory " + config.state_dir + ": " + strerror(errno));
   }
   auto state = std::make_shared<d::RegistryStore>(config.state_dir);
-  auto topology = os::shared_topology();
+  // node_cpus "root-cgroup": every CPU of the node, also those this
+  // process is kept off (hwloc otherwise leaves them out).
+  auto topology = config.node_cpus == "root-cgroup" ? os::load_topology(os::TopologySource{
+                                                          os::TopologySource::kThisMachine, "", true})
+                                                    : os::shared_topology();
   if (!topology) return fail(topology.error().describe());
   auto allowed = os::linux_kernel().affinity(getpid());
   if (!allowed) return fail(allowed.error().describe());
+  if (config.node_cpus == "root-cgroup") {
+    if (!*driver) return fail("node_cpus \"root-cgroup\" needs cgroups (not --cgroups none)");
+    auto root = cgroup_effective_cpus((*driver)->version() == "v1", "/");
+    if (!root) return fail("node_cpus \"root-cgroup\": cannot read the root cgroup's effective CPUs");
+    *allowed = *root & topology->all_cpus();
+  }
   // What a previous mlosd confined: reconciled once the jobs are recovered.
   // The CPUs it kept from everyone are still the node's, though this
   // process (started inside the confinement) cannot run on them now.

@@ -96,3 +96,37 @@ def test_a_job_stays_in_its_managed_cgroup_and_inside_its_cpuset(daemon, shape):
             for pid in (d / "cgroup.procs").read_text().split():
                 (CGROUP / "cgroup.procs").write_text(pid)
             d.rmdir()
+
+
+@pytest.mark.parametrize("node_cpus", ["affinity", "root-cgroup"])
+def test_an_mlosd_kept_off_a_pods_cpus_serves_it_with_node_cpus_root_cgroup(tmp_path, node_cpus):
+    """The kubelet's static CPU manager keeps a Burstable mlosd pod off the
+    Guaranteed pods' CPUs. With node_cpus "affinity" mlosd manages only the
+    CPUs it runs on and must refuse such a pod; with "root-cgroup" it
+    manages every CPU of the node and places the pod's job on its own."""
+    pod, pod_cpus = SHAPES["kubelet-pod"]  # CPUs 2-3
+    daemon_cg = "mlosd-pod-vmtest"
+    made = make_managed_cgroup(pod, pod_cpus)
+    (CGROUP / daemon_cg).mkdir()
+    (CGROUP / daemon_cg / "cpuset.cpus").write_text("0-1")  # the shared pool
+    made.insert(0, CGROUP / daemon_cg)
+    config = tmp_path / "mlosd.json"
+    config.write_text(json.dumps({"node_cpus": node_cpus}))
+    d = Daemon(tmp_path, cgroups="v2", extra_args=["--config", str(config)], start_in=CGROUP / daemon_cg)
+    try:
+        d.start()
+        r = run_in(pod, [MLOS, "run", "--cpus", "2", "--no-tune", "--", sys.executable, "-c", WHERE], d.client_env())
+        if node_cpus == "affinity":
+            assert r.returncode == 125 and "none of which mlosd manages" in r.stderr, r
+        else:
+            assert r.returncode == 0, r.stderr
+            where = json.loads(r.stdout.strip().splitlines()[-1])
+            assert where["cgroup"] == "/" + pod
+            assert parse_cpu_list(where["cpus"]) == parse_cpu_list(pod_cpus)
+    finally:
+        d.stop()
+        d.remove_cgroups()
+        for dir_ in reversed(made):
+            for pid in (dir_ / "cgroup.procs").read_text().split():
+                (CGROUP / "cgroup.procs").write_text(pid)
+            dir_.rmdir()
