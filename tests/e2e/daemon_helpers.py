@@ -116,7 +116,9 @@ class Daemon:
             a += ["--cgroup-base", self.base]
         return a + self.extra_args
 
-    def start(self, timeout=10):
+    def start(self, timeout=60):
+        """Starts mlosd and waits until it says ready: a bound, not a
+        measurement (a TCG guest on a loaded host took over 10 s)."""
         offset = self.log.stat().st_size if self.log.exists() else 0
         join = (lambda: (Path(self.start_in) / "cgroup.procs").write_text(str(os.getpid()))) if self.start_in else None
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=join,
