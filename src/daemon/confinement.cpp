@@ -197,9 +197,9 @@ void Confinement::undo() {
     std::string value = was;
     if (value.empty()) {
       // v2 "": it inherited its parent's CPUs. Emptying the list again
-      // (a newline: a write of no bytes never reaches cgroupfs) works only
-      // while the cgroup has no tasks; Linux refuses it with ENOSPC once it
-      // has (seen under systemd in the VM test bed, system.slice). Then the
+      // (written as a newline, never as zero bytes) works only while the
+      // cgroup has no tasks; Linux 6.1 refuses it with ENOSPC once it has
+      // (seen under systemd in the VM test bed, system.slice). Then the
       // parent's effective CPUs, spelled out, are the same CPUs.
       if (fs_->write(cgroup + "/cpuset.cpus", "\n")) continue;
       auto parents = fs_->read(file_in(parent_of(cgroup), "cpuset.cpus.effective"));
