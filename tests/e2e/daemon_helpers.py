@@ -58,7 +58,10 @@ class Client:
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(10)
+        # A bound, not a measurement: a first request starts the default
+        # policy hosts (up to start_deadline_ms each), which took over 10 s
+        # once in a TCG guest.
+        self.sock.settimeout(60)
         self.sock.connect(str(path))
         self.next_id = 1
 
