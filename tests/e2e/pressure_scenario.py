@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from daemon_helpers import CGROUP_ROOT, cgroup_of
+
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
 MIB = 1 << 20
 
@@ -81,16 +83,8 @@ def _oom_kills(cg: Path) -> int:
 def _memory_cgroup_of(pid: int) -> Path:
     """`pid`'s memory cgroup directory: in the v1 memory hierarchy, else in
     the unified one (the VM test bed)."""
-    unified = None
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        hid, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return V1_MEMORY / path.lstrip("/")
-        if hid == "0" and not controllers:
-            unified = Path("/sys/fs/cgroup") / path.lstrip("/")
-    if unified is None:
-        raise AssertionError(f"pid {pid} has no memory cgroup")
-    return unified
+    path = cgroup_of(pid, "memory").lstrip("/")
+    return V1_MEMORY / path if V1_MEMORY.is_dir() and (V1_MEMORY / "cgroup.procs").exists() else CGROUP_ROOT / path
 
 
 def run(build_dir: Path, mode: str, runtime_dir: Path, daemon=None) -> Outcome:
@@ -125,7 +119,7 @@ def run(build_dir: Path, mode: str, runtime_dir: Path, daemon=None) -> Outcome:
         ready = trainer.stdout.readline()
         assert '"ready"' in ready, f"trainer did not start: {ready!r} {trainer.stdout.read()}"
         cg = own_cg or _memory_cgroup_of(trainer.pid)
-        assert cg not in (V1_MEMORY, Path("/sys/fs/cgroup")), "mlosd did not put the trainer in a cgroup of its own"
+        assert cg not in (V1_MEMORY, CGROUP_ROOT), "mlosd did not put the trainer in a cgroup of its own"
         hog = subprocess.Popen(
             [str(build_dir / "bin" / "mlos_memory_hog"), str(HOG_STEP_MB), str(HOG_INTERVAL_MS), str(HOG_TARGET_MB),
              str(HOG_HOLD_MS), str(cg), str(MODERATE_AT), str(CRITICAL_AT)],

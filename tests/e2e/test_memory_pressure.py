@@ -78,13 +78,16 @@ def test_under_mlosd_the_daemon_watches_and_the_shedding_job_survives(daemon, tm
     assert shed.of(shed.hog_events, "done")
 
     observe = sc.run(build_dir(), "observe", tmp_path / "observe", daemon=daemon)
+    levels = [c["level"] for c in observe.callbacks]
     if daemon.cgroups == "v1":
         assert observe.trainer_rc == -9, observe.trainer_events
+        assert levels[:2] == [LEVEL_MODERATE, LEVEL_CRITICAL], observe.callbacks
     else:
         # v2's memory.high (90 % of the limit) throttles every allocation in
-        # the cgroup, so the hog may not reach memory.max before the
-        # observing trainer's run ends: killed or not, it heard both levels.
+        # the cgroup, so how far the hog gets before the observing trainer's
+        # run ends depends on the machine's speed (a slow TCG guest: not to
+        # MODERATE once). Killed or not, what it heard came in order; the
+        # shedding run above shows the callbacks arrive.
         assert observe.trainer_rc in (0, -9), observe.trainer_events
-    levels = [c["level"] for c in observe.callbacks]
-    assert levels[:2] == [LEVEL_MODERATE, LEVEL_CRITICAL], observe.callbacks
+        assert levels[:2] == [LEVEL_MODERATE, LEVEL_CRITICAL][:len(levels[:2])], observe.callbacks
     assert all(c["t_ns"] < observe.trainer_exit_ns for c in observe.callbacks[:2])

@@ -157,10 +157,16 @@ void log_to_stderr(mlos_log_level_t level, const char* message, void* /*user_dat
 
 // The job whose cgroup `pid` sits in: its cpuset (v1) or unified (v2)
 // path ends in "/<base>/job-<id>". nullopt when not in one (or gone).
-std::optional<uint64_t> job_of_process(pid_t pid, bool v1, const std::string& base) {
+// The cgroup `pid` is in, as /proc/<pid>/cgroup names it: the cpuset
+// hierarchy's on v1, the unified one's on v2.
+std::optional<std::string> cgroup_path_of(pid_t pid, bool v1) {
   auto text = os::read_whole_file("/proc/" + std::to_string(pid) + "/cgroup");
   if (!text || !text->has_value()) return std::nullopt;
-  auto path = os::parse_cgroup_path(**text, v1 ? "cpuset" : "");
+  return os::parse_cgroup_path(**text, v1 ? "cpuset" : "");
+}
+
+std::optional<uint64_t> job_of_process(pid_t pid, bool v1, const std::string& base) {
+  auto path = cgroup_path_of(pid, v1);
   const std::string marker = "/" + base + "/job-";
   if (!path || path->size() <= marker.size()) return std::nullopt;
   const size_t at = path->rfind(marker);
@@ -172,14 +178,20 @@ std::optional<uint64_t> job_of_process(pid_t pid, bool v1, const std::string& ba
   return std::stoull(digits);
 }
 
+// Where the hierarchy that holds cpusets is mounted (v1: the cpuset
+// controller's, v2: the unified one); "" if unknown. Read once at start.
+std::string cpuset_hierarchy_root(bool v1) {
+  auto mountinfo = os::read_whole_file("/proc/self/mountinfo");
+  if (!mountinfo || !mountinfo->has_value()) return "";
+  const os::CgroupMounts m = os::parse_cgroup_mounts(**mountinfo);
+  return v1 ? m.cpuset : m.unified;
+}
+
 // The CPUs cgroup `path` (as /proc/<pid>/cgroup names it) lets its
 // processes use: the effective cpuset of it or of its nearest ancestor that
 // has one (v2 shows the files only where the cpuset controller is enabled).
-std::optional<mlos::CpuSet> cgroup_effective_cpus(bool v1, std::string path) {
-  auto mountinfo = os::read_whole_file("/proc/self/mountinfo");
-  if (!mountinfo || !mountinfo->has_value()) return std::nullopt;
-  const os::CgroupMounts m = os::parse_cgroup_mounts(**mountinfo);
-  const std::string root = v1 ? m.cpuset : m.unified;
+// `root`: cpuset_hierarchy_root(v1).
+std::optional<mlos::CpuSet> cgroup_effective_cpus(const std::string& root, bool v1, std::string path) {
   if (root.empty() || path.empty() || path.front() != '/' || path.find("/..") != std::string::npos) return std::nullopt;
   const char* file = v1 ? "/cpuset.effective_cpus" : "/cpuset.cpus.effective";
   for (;;) {
@@ -312,7 +324,8 @@ int main(int argc, char** argv) {
   if (!allowed) return fail(allowed.error().describe());
   if (config.node_cpus == "root-cgroup") {
     if (!*driver) return fail("node_cpus \"root-cgroup\" needs cgroups (not --cgroups none)");
-    auto root = cgroup_effective_cpus((*driver)->version() == "v1", "/");
+    const bool v1 = (*driver)->version() == "v1";
+    auto root = cgroup_effective_cpus(cpuset_hierarchy_root(v1), v1, "/");
     if (!root) return fail("node_cpus \"root-cgroup\": cannot read the root cgroup's effective CPUs");
     *allowed = *root & topology->all_cpus();
   }
@@ -349,16 +362,11 @@ int main(int argc, char** argv) {
   };
   deps.quotas = config.quotas;
   if (*driver) {
-    deps.job_of_process = [v1 = (*driver)->version() == "v1", base = config.cgroup_base](pid_t pid) {
-      return job_of_process(pid, v1, base);
-    };
-    deps.cgroup_of = [v1 = (*driver)->version() == "v1"](pid_t pid) -> std::optional<std::string> {
-      auto text = os::read_whole_file("/proc/" + std::to_string(pid) + "/cgroup");
-      if (!text || !text->has_value()) return std::nullopt;
-      return os::parse_cgroup_path(**text, v1 ? "cpuset" : "");
-    };
-    deps.cgroup_cpus = [v1 = (*driver)->version() == "v1"](const std::string& path) {
-      return cgroup_effective_cpus(v1, path);
+    const bool v1 = (*driver)->version() == "v1";
+    deps.job_of_process = [v1, base = config.cgroup_base](pid_t pid) { return job_of_process(pid, v1, base); };
+    deps.cgroup_of = [v1](pid_t pid) { return cgroup_path_of(pid, v1); };
+    deps.cgroup_cpus = [v1, root = cpuset_hierarchy_root(v1)](const std::string& path) {
+      return cgroup_effective_cpus(root, v1, path);
     };
     deps.stay_in_cgroups = config.stay_in_cgroups;
     deps.cgroup_base = config.cgroup_base;

@@ -48,6 +48,15 @@ def make_managed_cgroup(path, cpus):
     return made
 
 
+def remove_cgroups(made):
+    """Removes what make_managed_cgroup made, deepest first, moving any
+    process left in them to the root."""
+    for d in reversed(made):
+        for pid in (d / "cgroup.procs").read_text().split():
+            (CGROUP / "cgroup.procs").write_text(pid)
+        d.rmdir()
+
+
 def run_in(cgroup, argv, env):
     """Runs argv with its process placed in `cgroup` first (a shell moves
     itself, then execs)."""
@@ -92,10 +101,7 @@ def test_a_job_stays_in_its_managed_cgroup_and_inside_its_cpuset(daemon, shape):
         job = [j for j in out["status"]["jobs"] if j["label"] == "raw"][0]
         assert any(f"stays in /{path}" in n for n in job["notes"]), job
     finally:
-        for d in reversed(made):
-            for pid in (d / "cgroup.procs").read_text().split():
-                (CGROUP / "cgroup.procs").write_text(pid)
-            d.rmdir()
+        remove_cgroups(made)
 
 
 @pytest.mark.parametrize("node_cpus", ["affinity", "root-cgroup"])
@@ -126,7 +132,4 @@ def test_an_mlosd_kept_off_a_pods_cpus_serves_it_with_node_cpus_root_cgroup(tmp_
     finally:
         d.stop()
         d.remove_cgroups()
-        for dir_ in reversed(made):
-            for pid in (dir_ / "cgroup.procs").read_text().split():
-                (CGROUP / "cgroup.procs").write_text(pid)
-            dir_.rmdir()
+        remove_cgroups(made)
