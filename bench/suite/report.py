@@ -188,29 +188,139 @@ def markdown(res):
     return "\n".join(lines) + "\n"
 
 
-def plots(res, out):
+# What a scenario's plot shows: the quantity per configuration, its unit,
+# and which way is better.
+PLOTTED = {"throughput": ("training samples/s", "samples/s", "higher"),
+           "colocated": ("training samples/s per job, both jobs pooled", "samples/s", "higher"),
+           "inference": ("inference p99 latency, ms", "ms", "lower")}
+
+
+def plotted(sc):
+    """Per configuration of a scenario: the stats its plot shows. Unlike
+    summarise(), this needs no expert configuration."""
+    runs = sc["runs"]
+    if sc["kind"] == "throughput":
+        return throughput(runs)
+    if sc["kind"] == "colocated":
+        return per_job(runs)
+    return {n: stats([run["infer"]["p99_ms"] for run in rs]) for n, rs in runs.items() if rs}
+
+
+def expert_pick(sc, table):
+    """The configuration the expert settles on, as summarise() names it, or
+    None where the scenario measured no expert candidate (the defaults alone
+    are no pick: nobody tuned anything)."""
+    if not any(n.startswith(EXPERT) for n in table):
+        return None
+    if sc["kind"] == "throughput":
+        return expert_choice(table)[0]
+    return next(n for n in table if n.startswith(EXPERT))
+
+
+def provenance(res):
+    """One line for a plot's corner: the mlOS commit and the machine, as
+    results.json recorded them; what it lacks is said, not guessed."""
+    m = res.get("machine") or {}
+    commit = m.get("mlos_commit")
+    parts = [f"mlOS commit {commit}" if commit else "commit: not recorded"]
+    if m.get("cpu_model") or m.get("cpus"):
+        cpu = (m.get("cpu_model") or "CPU ?").replace("(R)", "").replace("(TM)", "")
+        cpus = m.get("cpus")
+        allowed = m.get("allowed_cpus")
+        count = f"{allowed} of {cpus} CPUs" if allowed and cpus and allowed != cpus else f"{cpus} CPUs"
+        mem = f", {m['memory_gib']:g} GiB" if m.get("memory_gib") else ""
+        kernel = f", Linux {m['kernel']}" if m.get("kernel") else ""
+        parts.append(f"{' '.join(cpu.split())}, {count}{mem}{kernel}")
+    else:
+        parts.append("machine: not recorded")
+    if res.get("started"):
+        parts.append(res["started"][:10])
+    if res.get("quick"):
+        parts.append("--quick: numbers meaningless")
+    return " · ".join(parts)
+
+
+def value_label(x, unit):
+    if unit == "ms":
+        return f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms" if x < 100 else f"{x:.0f} ms"
+    return f"{x:.0f} {unit}"
+
+
+def figure(res, sc):
+    """The plot of one scenario: one bar per configuration at its median,
+    whiskers at min and max, the median written at the end of each bar, the
+    expert's pick hatched, a legend, the better direction on the axis and
+    the commit and machine in the corner. The caller saves and closes it."""
+    plt = pyplot()
+    from matplotlib.patches import Patch
+
+    quantity, unit, better = PLOTTED[sc["kind"]]
+    table = plotted(sc)
+    pick = expert_pick(sc, table)
+    names = list(table)
+    roles = {GENERIC: ("generic Linux: the command as written", "tab:gray"),
+             MLOS: ("mlOS: mlos run, zero-code", "tab:green"),
+             EXPERT: ("expert hand tuning: a candidate", "tab:blue"),
+             "baseline": (f"reference: {sc.get('baseline')}", "tab:olive"),
+             "other": ("other configuration", "tab:purple")}
+
+    def role(n):
+        if n.startswith(EXPERT):
+            return EXPERT
+        return n if n in (GENERIC, MLOS) else "baseline" if n == sc.get("baseline") else "other"
+
+    height = 0.45 * len(names) + 2.4
+    fig, ax = plt.subplots(figsize=(10, height), layout="constrained")
+    # A strip at the top for the corner text, which the layout does not see
+    # (an outside legend ignores a strip at the bottom).
+    fig.get_layout_engine().set(rect=(0, 0, 1, 1 - 0.2 / height))
+    med = [table[n]["median"] for n in names]
+    err = [[table[n]["median"] - table[n]["min"] for n in names], [table[n]["max"] - table[n]["median"] for n in names]]
+    bars = ax.barh(range(len(names)), med, xerr=err, capsize=3, color=[roles[role(n)][1] for n in names],
+                   error_kw={"elinewidth": 1})
+    for n, bar in zip(names, bars):
+        if n == pick:
+            bar.set(hatch="///", edgecolor="black", linewidth=1.5)
+    top = max(table[n]["max"] for n in names)
+    for i, n in enumerate(names):
+        ax.text(table[n]["max"] + 0.015 * top, i, value_label(table[n]["median"], unit), va="center", fontsize=8)
+    ax.set_xlim(0, 1.22 * top)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.invert_yaxis()
+    arrow = "higher is better →" if better == "higher" else "← lower is better"
+    ax.set_xlabel(f"{quantity}: median over {res.get('reps', '?')} repetitions, whiskers min–max   ({arrow})",
+                  fontsize=9)
+    ax.set_title(sc["title"], fontsize=9)
+
+    seen = list(dict.fromkeys(role(n) for n in names))
+    handles = [Patch(facecolor=roles[r][1], label=roles[r][0]) for r in seen]
+    if pick is None:
+        handles.append(Patch(facecolor="none", edgecolor="none",
+                             label="expert's pick: none, no expert configuration measured"))
+    else:
+        what = "the defaults, generic" if pick == GENERIC else pick.replace(EXPERT, "")
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", linewidth=1.5,
+                             label=f"expert's pick: {what}"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False)
+    fig.text(0.995, 0.995, provenance(res), ha="right", va="top", fontsize=6.5, color="gray")
+    return fig
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend: plots are files, never windows."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
+
+def plots(res, out):
+    """One PNG per scenario in `out`, named after it; returns their paths."""
+    plt = pyplot()
+    paths = []
     for sc in res["scenarios"]:
-        s = summarise(sc)
-        if sc["kind"] == "throughput":
-            table, ylabel = s["table"], "samples/s (median, min-max)"
-        elif sc["kind"] == "colocated":
-            table, ylabel = s["jobs"], "samples/s per job (median, min-max)"
-        else:
-            table, ylabel = {n: x["p99"] for n, x in s["latency"].items()}, "inference p99 latency, ms"
-        names = list(table)
-        med = [table[n]["median"] for n in names]
-        err = [[table[n]["median"] - table[n]["min"] for n in names], [table[n]["max"] - table[n]["median"] for n in names]]
-        colors = ["tab:green" if n == MLOS else "tab:gray" if n == GENERIC else "tab:blue" for n in names]
-        fig, ax = plt.subplots(figsize=(9, 4.2))
-        ax.barh(range(len(names)), med, xerr=err, color=colors, capsize=3)
-        ax.set_yticks(range(len(names)), [n.replace(EXPERT, "expert: ") for n in names], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel(ylabel)
-        ax.set_title(sc["title"], fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / f"{sc['name']}.png", dpi=110)
+        fig = figure(res, sc)
+        paths.append(out / f"{sc['name']}.png")
+        fig.savefig(paths[-1], dpi=110)
         plt.close(fig)
+    return paths
