@@ -20,8 +20,11 @@ struct StatusOptions {
 };
 int run_status(const StatusOptions& options);
 
+// cpus 0 and cpu_list "": every CPU the process may use. cpu_list: exactly
+// those CPUs (kernel list format), still claimed through the book.
 struct RunOptions {
   int cpus = 0;
+  std::string cpu_list;
   std::string mem;           // "" = no memory requirement
   std::string numa = "auto"; // "auto" or a node index
   bool exclusive = false;
@@ -56,8 +59,10 @@ struct PolicyOptions {
 };
 int run_policy(const PolicyOptions& options);
 
-// iterations 0 = until SIGINT/SIGTERM; batch: no escape codes (always so
-// when stdout is not a terminal).
+// The interactive view (top_screen.h) on a terminal; the plain table
+// (top_view.h) with batch, iterations > 0 (N frames, then exit 0), or when
+// stdout or stdin is not a terminal. iterations 0 = until q or
+// SIGINT/SIGTERM.
 struct TopOptions {
   std::string socket;
   double interval = 1.0;

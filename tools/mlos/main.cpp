@@ -5,16 +5,20 @@
 #include <string>
 #include <vector>
 
+#include "build_commit.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "install_paths.h"
 #include "mlos/version.h"
+#include "usage_hints.h"
 
 int main(int argc, char** argv) {
   using namespace mlos::cli;
-  CLI::App app{"mlos: ML-training-aware resource management (mlOS " MLOS_VERSION_STRING ")"};
+  CLI::App app{"mlos: ML-training-aware resource management (mlOS " MLOS_VERSION_STRING ")", "mlos"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", MLOS_VERSION_STRING);
+  // "mlos 0.1.0 (commit 1a2b3c4)": the commit the binary was built from,
+  // "-dirty" when the tree differed from it, "unknown" without git.
+  app.set_version_flag("--version", "mlos " MLOS_VERSION_STRING " (commit " MLOS_BUILD_COMMIT ")");
   app.footer(
       "Exit codes: 0 success; 1 failure; 2 usage error. `mlos run` returns CMD's exit status, or 125 if mlos "
       "failed before starting CMD, 126 if CMD is not executable, 127 if it was not found. `mlos daemon` returns "
@@ -22,11 +26,18 @@ int main(int argc, char** argv) {
       "Environment: MLOS_MODE (auto | daemon | embedded: whose book `mlos run` claims in; auto: mlosd when it "
       "answers), MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
       "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology), MLOS_TUNE_DIR "
-      "(what `mlos run` learnt per command), MLOS_ALLOCATOR_DIRS (where it looks for allocators).");
+      "(what `mlos run` learnt per command), MLOS_ALLOCATOR_DIRS (where it looks for allocators).\n"
+      "Examples:\n"
+      "  mlos run -- python train.py          run on every CPU this process may use\n"
+      "  mlos run --cpus 8 --mem 16G -- ./train\n"
+      "  mlos top                             live view of mlosd's jobs (q quits)\n"
+      "  mlos status --json\n"
+      "`mlos SUBCOMMAND --help` shows each subcommand's options; man pages: mlos(1), mlos-run(1), ...");
 
   TopoOptions topo;
   auto* topo_cmd = app.add_subcommand("topo", "Show NUMA nodes, cores, allowed CPUs and GPUs as mlOS sees them");
   topo_cmd->add_flag("--json", topo.json, "Machine-readable output (schema_version 1)");
+  topo_cmd->footer("Examples:\n  mlos topo\n  MLOS_TOPOLOGY='synthetic:pack:2 numa:2 core:8 pu:2' mlos topo --json");
 
   StatusOptions status;
   auto* status_cmd = app.add_subcommand(
@@ -39,18 +50,31 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "daemon", "ledger"}))
       ->default_str("auto");
   status_cmd->add_option("--socket", status.socket, "mlosd's socket (default $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock)");
+  status_cmd->footer(
+      "Examples:\n  mlos status\n  mlos status --source ledger\n  mlos status --json --socket /run/mlos/mlosd.sock");
 
   TopOptions top;
   auto* top_cmd = app.add_subcommand(
-      "top", "Live view of mlosd's jobs: phase, phase profile, memory and CPU use (quit: Ctrl-C)");
+      "top", "Live view of mlosd's jobs and this node's CPUs: per-CPU meters, each job's phase, phase profile, "
+             "memory, pressure and CPU use (q quits)");
   top_cmd->add_option("--socket", top.socket, "mlosd's socket (default $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock)");
   top_cmd->add_option("-d,--interval", top.interval, "Seconds between refreshes")
       ->check(CLI::Range(0.05, 86400.0))
       ->default_str("1.0");
-  top_cmd->add_option("-n,--iterations", top.iterations, "Stop after N refreshes (0: until Ctrl-C)")
+  top_cmd->add_option("-n,--iterations", top.iterations,
+                    "Print N refreshes of the plain table, then exit (0: until q or Ctrl-C)")
       ->check(CLI::NonNegativeNumber)
       ->default_str("0");
-  top_cmd->add_flag("-b,--batch", top.batch, "Plain text, no screen control (like top -b); implied when stdout is not a terminal");
+  top_cmd->add_flag("-b,--batch", top.batch,
+                    "The plain table, no screen control (like top -b); implied by --iterations and when stdout or "
+                    "stdin is not a terminal");
+  top_cmd->footer(
+      "Keys (interactive view): q or F10 quit; s, F6 or > sort by the next column, < the previous; / or F4 filter "
+      "jobs by label, Esc clears it; h, ? or F1 help; space refresh now.\n"
+      "Examples:\n"
+      "  mlos top\n"
+      "  mlos top -d 0.5 --socket /tmp/mlosd.sock\n"
+      "  mlos top -b -n 3 > top.txt             three frames of the plain table");
 
   // `mlos daemon ARGS...` is dispatched before parsing (below): ARGS are
   // mlosd's, verbatim. This entry is for `mlos --help`.
@@ -61,9 +85,16 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* run_cmd = app.add_subcommand(
       "run", "Run CMD inside an allocation (CPUs, memory policy, thread pools); CMD is exec'd and keeps the PID");
-  run_cmd->add_option("--cpus", run.cpus, "Number of CPUs (>= 1)")
-      ->required()
+  auto* cpus_opt = run_cmd
+                       ->add_option("--cpus", run.cpus,
+                                    "Number of CPUs (>= 1; default: every CPU this process may use)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  run_cmd
+      ->add_option("--cpu-list", run.cpu_list,
+                   "Exactly these CPUs, in the kernel's list format as taskset -c takes it (0,2-3); each must be "
+                   "one this process may use, and they are claimed like any others (busy if held exclusively)")
+      ->type_name("LIST")
+      ->excludes(cpus_opt);
   run_cmd->add_option("--mem", run.mem, "Memory the job needs, e.g. 4G; fails if not available")
       ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("empty size") : std::string(); },
                              "SIZE", "non-empty"));
@@ -102,6 +133,14 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--json", run.json, "Print the placement as JSON (stdout for --dry-run, else stderr)");
   run_cmd->add_flag("-v,--verbose", run.verbose, "Print the placement on stderr before starting CMD");
   run_cmd->add_option("command", run.command, "CMD [ARGS...] (after --); not needed with --dry-run");
+  run_cmd->footer(
+      "Options after CMD belong to mlos: put `--` before CMD so that its own options reach it.\n"
+      "Examples:\n"
+      "  mlos run -- python train.py --epochs 3      every CPU this process may use\n"
+      "  mlos run --cpus 8 --mem 16G --exclusive -- torchrun --nproc-per-node 2 train.py\n"
+      "  mlos run --cpu-list 0,2-3 -- ./bench        exactly CPUs 0, 2 and 3\n"
+      "  mlos run --cpus 4 --dry-run --json          where it would run, claiming nothing\n"
+      "  mlos run --policy example='{\"threads\":1}' -- ./train");
 
   PolicyOptions policy;
   auto* policy_cmd = app.add_subcommand("policy", "mlosd's policy modules: list, describe, load, unload");
@@ -130,6 +169,7 @@ int main(int argc, char** argv) {
   auto* policy_unload = add_common(
       policy_cmd->add_subcommand("unload", "Stop policy NAME, loaded by `load`, once no job uses it (root)"));
   policy_unload->add_option("name", policy.name, "The policy")->required();
+  policy_cmd->footer("Examples:\n  mlos policy list\n  mlos policy info phase-weights\n  sudo mlos policy load thread-governor");
 
   if (argc >= 2 && std::string(argv[1]) == "daemon") return run_daemon(DaemonOptions{{argv + 2, argv + argc}});
 
@@ -144,20 +184,14 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  // An unknown first word would reach CLI11 as a stray positional, reported
-  // as "A subcommand is required": name it and the valid ones instead.
-  if (own_argc >= 2 && argv[1][0] != '-') {
-    const auto known = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(argv[1]); });
-    if (known.empty()) {
-      std::cerr << "mlos: unknown subcommand \"" << argv[1] << "\"; the subcommands are";
-      const char* sep = " ";
-      for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-        std::cerr << sep << sub->get_name();
-        sep = ", ";
-      }
-      std::cerr << " (see mlos --help)\n";
-      return kExitUsage;
-    }
+  // Mistyped words are named with the closest valid ones. An unknown
+  // subcommand is caught before parsing: CLI11 would take it for a stray
+  // positional and report "A subcommand is required".
+  const std::vector<std::string> own_args(argv + 1, argv + own_argc);
+  const auto problem = find_usage_problem(app, own_args, run_cmd);
+  if (problem && problem->kind == UsageProblem::Kind::kSubcommand) {
+    std::cerr << problem->message << "\n";
+    return kExitUsage;
   }
   try {
     app.parse(own_argc, argv);
@@ -169,9 +203,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11 has its own exit codes (105 for a failed check, 109 for an
     // unknown option, ...); mlos documents one usage code per subcommand.
+    const int usage_rc = run_cmd->parsed() ? kExitRunFailed : kExitUsage;
+    if (e.get_exit_code() != 0 && problem) {
+      std::cerr << problem->message << "\n";
+      return problem->path == "mlos run" ? kExitRunFailed : kExitUsage;
+    }
     int rc = app.exit(e);
     if (rc == 0) return kExitOk;  // --help, --version
-    return run_cmd->parsed() ? kExitRunFailed : kExitUsage;
+    return usage_rc;
   }
   // The commands report their errors themselves; this is the net for an
   // exception that escaped one (e.g. from the JSON library): a documented

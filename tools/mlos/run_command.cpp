@@ -25,6 +25,7 @@
 #include "api/engine_select.h"
 #include "engine/embedded_policy_config.h"
 #include "engine/ledger_claim_broker.h"
+#include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "policy/policy_catalog.h"
 #include "run_tuning.h"
@@ -141,6 +142,50 @@ Result<std::shared_ptr<ClaimBroker>> broker_for_run() {
   return std::shared_ptr<ClaimBroker>(*ledger);
 }
 
+// --cpu-list: the CPUs this process may use are narrowed to the list
+// before the broker reads them (its affinity; MLOS_ALLOWED_CPUS on a
+// described machine), and the request asks for all of them. The claim thus
+// still goes through the book like any other: CPUs another job holds
+// exclusively make it fail (CPUS_BUSY), and under mlosd the list travels as
+// the request's allowed_cpus, which mlosd intersects with what it manages.
+// Returns the number of CPUs in the list.
+Result<int> narrow_to_cpu_list(const std::string& text) {
+  auto list = CpuSet::parse_list(text);
+  if (!list || list->empty()) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "--cpu-list \"" + text +
+                                                     "\" is not a CPU list such as 0,2-3 (the kernel's list "
+                                                     "format: numbers and ranges, comma-separated)");
+  }
+  const char* described = std::getenv("MLOS_TOPOLOGY");
+  const bool elsewhere = described != nullptr && *described != '\0';
+  CpuSet allowed;
+  if (elsewhere) {
+    auto topo = os::shared_topology();
+    if (!topo) return topo.error();
+    allowed = topo->all_cpus();
+    if (const char* env = std::getenv("MLOS_ALLOWED_CPUS"); env && *env) {
+      auto parsed = CpuSet::parse_list(env);
+      if (!parsed) return parsed.error();
+      allowed = allowed & *parsed;
+    }
+  } else {
+    auto affinity = os::linux_kernel().affinity(getpid());
+    if (!affinity) return affinity.error();
+    allowed = *affinity;
+  }
+  if (!list->is_subset_of(allowed)) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "--cpu-list " + text + ": CPU(s) " + list->minus(allowed).to_list() +
+                                                     " not among the CPUs this process may use (" +
+                                                     allowed.to_list() + ")");
+  }
+  if (elsewhere) {
+    setenv("MLOS_ALLOWED_CPUS", list->to_list().c_str(), 1);
+  } else if (Status s = os::linux_kernel().set_affinity(getpid(), *list); !s) {
+    return s.error();
+  }
+  return list->count();
+}
+
 // In embedded mode mlos run holds its envelope claim only until it execs
 // CMD, so the policies go to CMD's jobs instead: checked here (a policy
 // host is installed, every name is in the policy directory) and handed on
@@ -178,7 +223,7 @@ void report(const RunOptions& o, const Error& e) { report_error("run", e, o.json
 
 int run_run(const RunOptions& o) {
   if (o.command.empty() && !o.dry_run) {
-    report(o, make_error(MLOS_ERR_INVALID_ARGUMENT, "no command given: mlos run --cpus N -- CMD [ARGS...]"));
+    report(o, make_error(MLOS_ERR_INVALID_ARGUMENT, "no command given: mlos run [OPTIONS] -- CMD [ARGS...]"));
     return kExitRunFailed;
   }
   auto request = to_request(o);
@@ -186,10 +231,23 @@ int run_run(const RunOptions& o) {
     report(o, request.error());
     return kExitRunFailed;
   }
+  if (!o.cpu_list.empty()) {
+    auto count = narrow_to_cpu_list(o.cpu_list);
+    if (!count) {
+      report(o, count.error());
+      return kExitRunFailed;
+    }
+    request->placement.num_cpus = *count;
+  }
   auto broker = broker_for_run();
   if (!broker) {
     report(o, broker.error());
     return kExitRunFailed;
+  }
+  // Neither --cpus nor --cpu-list: every CPU this process may use.
+  if (request->placement.num_cpus == 0) {
+    const int all = ((*broker)->allowed_cpus() & (*broker)->topology().all_cpus()).count();
+    request->placement.num_cpus = std::max(1, all);
   }
   std::vector<std::string> handed;  // policies CMD's jobs get (embedded mode)
   if (!request->policies.empty() && std::string((*broker)->engine()) == "embedded") {
@@ -261,7 +319,8 @@ int run_run(const RunOptions& o) {
   // automatic phases without changing a line. Inert for anything else.
   if (!o.no_python_hooks) setenv("MLOS_PYTHON_HOOKS", "1", 1);
   if (o.profile) setenv("MLOS_PROFILE", "stderr", 1);
-  const TuningReport tuning = o.no_tune ? skip_run_tuning() : apply_run_tuning(o.command, o.cpus);
+  const TuningReport tuning =
+      o.no_tune ? skip_run_tuning() : apply_run_tuning(o.command, request->placement.num_cpus);
   if (o.explain && !o.json) std::cerr << tuning.text() << "\n";
   if (o.verbose || o.json) {
     auto j = json_envelope("run");

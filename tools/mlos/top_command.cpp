@@ -1,4 +1,6 @@
-// mlos top: the daemon's jobs, refreshed every --interval seconds.
+// mlos top: the daemon's jobs, refreshed every --interval seconds: the
+// interactive view (top_screen.h) on a terminal, else the plain table
+// (top_view.h), which --batch and --iterations also choose.
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -6,11 +8,20 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 
 #include "cli_output.h"
 #include "commands.h"
 #include "daemon_query.h"
+#include "daemon_view.h"
+#include "mlos/errors.h"
+#include "os/cpu_times.h"
+#include "top_clock.h"
+#include "top_model.h"
+#include "top_screen.h"
 #include "top_view.h"
 
 namespace mlos::cli {
@@ -28,21 +39,6 @@ void install_quit_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-}
-
-double monotonic_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-std::string wall_clock() {
-  const time_t now = time(nullptr);
-  struct tm local {};
-  localtime_r(&now, &local);
-  char buf[16];
-  strftime(buf, sizeof buf, "%H:%M:%S", &local);
-  return buf;
 }
 
 // Sleeps `seconds`, returning early once g_quit is set.
@@ -70,12 +66,62 @@ std::string clip_to_terminal(const std::string& frame) {
   return out;
 }
 
+// Busy seconds of each CPU in `cpus` now ({} if /proc/stat is unreadable:
+// the meters then show "-").
+std::map<int, double> cpu_busy_seconds_now(const CpuSet& cpus) {
+  std::ifstream in("/proc/stat");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return os::parse_cpu_busy_seconds(text.str(), cpus, sysconf(_SC_CLK_TCK));
+}
+
+// The interactive view. The first status is fetched before the terminal
+// is taken, so that a missing mlosd is reported (exit 1) as in batch mode;
+// later failures are shown on screen and retried every interval.
+int run_top_interactive(const TopOptions& options, DaemonStatusSource& source, bool* fell_back) {
+  auto first = source.fetch();
+  if (!first) {
+    report_error("top", first.error(), false);
+    return kExitFailure;
+  }
+  CpuRateTracker rates;
+  CpuBusyTracker busy;
+  std::optional<nlohmann::json> pending = std::move(*first);
+  auto refresh = [&](TopModel& model) {
+    auto reply = pending ? Result<nlohmann::json>(std::move(*pending)) : source.fetch();
+    pending.reset();
+    if (!reply) {
+      model.set_unavailable(std::string(mlos_strerror(reply.error().code)) + ": " + reply.error().describe());
+      return;
+    }
+    const double now = monotonic_seconds();
+    const auto cpu = rates.update(reply->contains("jobs") ? (*reply)["jobs"] : nlohmann::json::array(), now);
+    auto cpus = CpuSet::parse_list(json_text(*reply, "cpus", ""));
+    model.update(*reply, cpu, busy.update(cpu_busy_seconds_now(cpus ? *cpus : CpuSet{}), now));
+  };
+  TopModel model;
+  TopScreenOptions screen{options.interval, source.socket()};
+  if (auto rc = run_top_screen(screen, model, refresh, g_quit)) return *rc;
+  *fell_back = true;  // no usable terminal description: the plain table
+  std::cerr << "mlos top: cannot use the terminal (TERM=" << (getenv("TERM") ? getenv("TERM") : "") << "); "
+            << "printing the plain table\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_top(const TopOptions& options) {
   install_quit_handlers();
-  const bool screen = !options.batch && isatty(STDOUT_FILENO);
   DaemonStatusSource source(resolve_socket(options.socket));
+  // The plain table with --batch or --iterations (as top -b -n), or when
+  // stdout or stdin is not a terminal (a pipe, a script, no keys to read).
+  const bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+  if (!options.batch && options.iterations == 0 && tty) {
+    bool fell_back = false;
+    const int rc = run_top_interactive(options, source, &fell_back);
+    if (!fell_back) return rc;
+  }
+  const bool screen = !options.batch && isatty(STDOUT_FILENO);
   CpuRateTracker rates;
   for (int i = 0; !g_quit && (options.iterations == 0 || i < options.iterations); ++i) {
     if (i > 0) {
