@@ -67,9 +67,11 @@ typedef struct mlos_checkpoint_options {
    * hidden files; "." and ".." are refused); NULL = "ckpt". Copied. */
   const char* prefix;
   /* Optional: staging memory for save_async comes from this job's
-   * checkpoint buffers (locked, counted against its memory_bytes).
-   * Releasing the handle while an asynchronous save is in flight waits for
-   * that save to finish writing; later save_async calls then fail with
+   * checkpoint buffers (locked, counted against its memory_bytes), and each
+   * save made durable counts in the job's activity (its bytes and writing
+   * time; under mlosd, the mlos_job_checkpoint_* metrics). Releasing the
+   * handle while an asynchronous save is in flight waits for that save to
+   * finish writing; later save_async calls then fail with
    * INVALID_HANDLE. Close the writer first. */
   mlos_training_resources_t* resources;
   uint32_t flags; /* MLOS_CHECKPOINT_* */

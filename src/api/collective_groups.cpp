@@ -29,17 +29,20 @@ void CollectiveGroups::set_overrides(const void* handle, collectives::GroupOverr
   slot->overrides = std::move(overrides);
 }
 
-Status CollectiveGroups::with_group(const void* handle, int rank, int world_size, uint64_t bytes,
+Status CollectiveGroups::with_group(const void* handle, const Job& job, int rank, int world_size, uint64_t bytes,
                                     const std::function<collectives::GroupPlacement()>& placement,
                                     const std::function<Status(collectives::ProcessGroup&)>& op) {
   std::shared_ptr<Slot> slot = slot_of(handle);
   std::lock_guard op_lock(slot->op_mu);
   const auto start = std::chrono::steady_clock::now();
   Status status = run_on_slot(*slot, rank, world_size, placement, op);
-  slot->nanoseconds += static_cast<uint64_t>(
+  const auto ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  const uint64_t reduced = status ? bytes : 0;
+  slot->nanoseconds += ns;
   ++slot->calls;
-  if (status) slot->bytes += bytes;
+  slot->bytes += reduced;
+  job.count_collective(reduced, ns);  // the same figures, for mlosd's phase page
   return status;
 }
 

@@ -15,6 +15,7 @@
 
 #include "collectives/process_group.h"
 #include "core/status.h"
+#include "engine/job.h"
 
 namespace mlos {
 
@@ -30,10 +31,12 @@ class CollectiveGroups {
 
   // Runs `op` on the handle's group for (rank, world_size) (-1: RANK and
   // WORLD_SIZE from the environment; a live group's own when it has one),
-  // counting `bytes` and the call's time in the handle's tally. A new
-  // group's threads go where `placement()` says. INVALID_ARGUMENT when
-  // rank or world_size differ from the live group's.
-  Status with_group(const void* handle, int rank, int world_size, uint64_t bytes,
+  // counting the call, its time and `bytes` (0 when it failed) in the
+  // handle's tally and in `job`'s activity (Job::count_collective; `job`
+  // is the handle's, held by the caller). A new group's threads go where
+  // `placement()` says. INVALID_ARGUMENT when rank or world_size differ
+  // from the live group's.
+  Status with_group(const void* handle, const Job& job, int rank, int world_size, uint64_t bytes,
                     const std::function<collectives::GroupPlacement()>& placement,
                     const std::function<Status(collectives::ProcessGroup&)>& op);
   Tally tally(const void* handle);

@@ -43,14 +43,15 @@ extern "C" {
 
 int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int world_size) {
   return guarded([&] {
-    if (!find_job(resources)) return mlos_last_error();
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
     if (world_size < 1 || rank < 0 || rank >= world_size) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "need 0 <= rank < world_size, got rank " +
                                                                     std::to_string(rank) + ", world_size " +
                                                                     std::to_string(world_size)));
     }
     return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-        resources, rank, world_size, 0, group_placement_of(resources),
+        resources, *job, rank, world_size, 0, group_placement_of(resources),
         [](mlos::collectives::ProcessGroup& g) { return g.barrier(); }));
   });
 }
@@ -58,7 +59,8 @@ int mlos_training_barrier(mlos_training_resources_t* resources, int rank, int wo
 namespace {
 
 int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t count, int raw_dtype, int raw_op) {
-  if (!find_job(resources)) return mlos_last_error();
+  auto job = find_job(resources);
+  if (!job) return mlos_last_error();
   if ((data == nullptr && count > 0) || raw_op < MLOS_REDUCE_SUM || raw_op > MLOS_REDUCE_AVG) {
     return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "data is NULL with count > 0, or unknown op"));
   }
@@ -67,7 +69,7 @@ int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t cou
   }
   const auto type = static_cast<mlos::collectives::DataType>(raw_dtype);
   return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-      resources, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources),
+      resources, *job, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources),
       [&](mlos::collectives::ProcessGroup& g) {
         return g.allreduce(data, count, type, static_cast<mlos_reduce_op_t>(raw_op));
       }));

@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint_retention.h"
 #include "checkpoint/durable_checkpoint_file.h"
 #include "core/phase_policy.h"
+#include "engine/job.h"
 #include "os/kernel.h"
 #include "os/log_sink.h"
 
@@ -86,8 +87,16 @@ void CheckpointWriter::wait_idle(std::unique_lock<std::mutex>& lock) {
 }
 
 Status CheckpointWriter::write_and_retain(uint64_t sequence, const void* data, size_t size) {
+  const auto start = std::chrono::steady_clock::now();
   Status s = write_checkpoint_file(dir_, dir_fd_.get(), options_.prefix, sequence, data, size);
   if (!s) return s;
+  // Durable now: the job's activity gets the payload and the writing time
+  // (retention's deletions are not part of the save). options_.job keeps
+  // the job, and with it its phase sink, alive for this writer's life.
+  if (options_.job) {
+    const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    options_.job->count_checkpoint(size, static_cast<uint64_t>(took.count()));
+  }
   auto removed = remove_old_checkpoints(dir_, options_.prefix, options_.keep_last);
   // The save itself succeeded; a file retention could not delete is only
   // logged (it is retried after the next save).

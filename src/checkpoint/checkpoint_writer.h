@@ -37,7 +37,10 @@ namespace mlos::checkpoint {
 struct WriterOptions {
   std::string prefix = "ckpt";
   uint32_t keep_last = 3;        // >= 1
-  std::shared_ptr<Job> job;      // staging from this job's checkpoint buffers
+  // Staging from this job's checkpoint buffers, and each save made durable
+  // counted in its activity (Job::count_checkpoint: payload bytes, time
+  // from the start of writing to durable). Null: neither.
+  std::shared_ptr<Job> job;
   bool allow_unlocked_staging = false;
 };
 

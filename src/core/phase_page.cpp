@@ -15,6 +15,11 @@ PhasePageWriter::PhasePageWriter(void* page, uint64_t now_ns) : p_(static_cast<P
   for (auto& v : p_->phase_ns) v.store(0, kRelaxed);
   for (auto& v : p_->entries) v.store(0, kRelaxed);
   p_->set_phase_calls.store(0, kRelaxed);
+  for (auto* c : {&p_->collective_calls, &p_->collective_bytes, &p_->collective_ns, &p_->checkpoint_saves,
+                  &p_->checkpoint_bytes, &p_->checkpoint_ns}) {
+    c->store(0, kRelaxed);
+  }
+  p_->activity_version.store(PhasePageLayout::kActivityVersion, kRelaxed);
   // The magic goes last: a reader that sees it sees an initialised page.
   p_->magic.store(PhasePageLayout::kMagic, std::memory_order_release);
   p_->seq.store(2, std::memory_order_release);
@@ -34,6 +39,18 @@ void PhasePageWriter::publish(mlos_training_phase_t phase, uint64_t now_ns) {
     p_->entered_ns.store(now_ns, kRelaxed);
   }
   p_->seq.store(seq + 2, std::memory_order_release);
+}
+
+void PhasePageWriter::count_collective(uint64_t bytes, uint64_t ns) {
+  p_->collective_calls.fetch_add(1, kRelaxed);
+  p_->collective_bytes.fetch_add(bytes, kRelaxed);
+  p_->collective_ns.fetch_add(ns, kRelaxed);
+}
+
+void PhasePageWriter::count_checkpoint(uint64_t bytes, uint64_t ns) {
+  p_->checkpoint_saves.fetch_add(1, kRelaxed);
+  p_->checkpoint_bytes.fetch_add(bytes, kRelaxed);
+  p_->checkpoint_ns.fetch_add(ns, kRelaxed);
 }
 
 std::optional<PhaseSnapshot> PhasePageReader::read(int max_attempts) const {
@@ -56,6 +73,11 @@ std::optional<PhaseSnapshot> PhasePageReader::read(int max_attempts) const {
     if (p_->seq.load(kRelaxed) != before) continue;
     if (phase >= MLOS_TRAINING_PHASE_COUNT) return std::nullopt;  // not written by a PhasePageWriter
     s.phase = static_cast<mlos_training_phase_t>(phase);
+    if (p_->activity_version.load(kRelaxed) == PhasePageLayout::kActivityVersion) {
+      s.activity = PhaseSnapshot::Activity{p_->collective_calls.load(kRelaxed), p_->collective_bytes.load(kRelaxed),
+                                           p_->collective_ns.load(kRelaxed),    p_->checkpoint_saves.load(kRelaxed),
+                                           p_->checkpoint_bytes.load(kRelaxed), p_->checkpoint_ns.load(kRelaxed)};
+    }
     return s;
   }
   return std::nullopt;

@@ -31,6 +31,18 @@ struct PhasePageLayout {
   std::array<std::atomic<uint64_t>, MLOS_TRAINING_PHASE_COUNT> phase_ns;  // time in completed visits
   std::array<std::atomic<uint64_t>, MLOS_TRAINING_PHASE_COUNT> entries;
   std::atomic<uint64_t> set_phase_calls;
+  // Activity counters, outside the sequence lock: each only grows, by one
+  // relaxed add per event, and a reader takes each as it finds it.
+  // kActivityVersion once the writer keeps them (pages of older libraries
+  // leave 0 here: no figures, rather than zeros that look measured).
+  static constexpr uint32_t kActivityVersion = 1;
+  std::atomic<uint32_t> activity_version;
+  std::atomic<uint64_t> collective_calls;   // barriers and all-reduces finished
+  std::atomic<uint64_t> collective_bytes;   // bytes reduced by the successful ones
+  std::atomic<uint64_t> collective_ns;      // time in them
+  std::atomic<uint64_t> checkpoint_saves;   // checkpoints made durable
+  std::atomic<uint64_t> checkpoint_bytes;   // their payload bytes
+  std::atomic<uint64_t> checkpoint_ns;      // time writing them (the writer's, async saves included)
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the phase page needs lock-free 64-bit atomics");
 static_assert(sizeof(PhasePageLayout) <= 4096, "the phase page fits in one page");
@@ -41,6 +53,12 @@ struct PhaseSnapshot {
   std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> phase_ns{};  // completed visits only
   std::array<uint64_t, MLOS_TRAINING_PHASE_COUNT> entries{};
   uint64_t set_phase_calls = 0;
+  // The activity counters, when the writer keeps them.
+  struct Activity {
+    uint64_t collective_calls = 0, collective_bytes = 0, collective_ns = 0;
+    uint64_t checkpoint_saves = 0, checkpoint_bytes = 0, checkpoint_ns = 0;
+  };
+  std::optional<Activity> activity;
 };
 
 // Writes a page. Not thread-safe: one writer at a time (the job's mutex).
@@ -53,6 +71,12 @@ class PhasePageWriter {
   // Records a set_phase call at `now_ns` (re-entering the current phase
   // counts the call only).
   void publish(mlos_training_phase_t phase, uint64_t now_ns);
+
+  // Activity, safe from any thread of the writing process (relaxed atomic
+  // adds): a finished collective (`bytes` 0 for a failed one or a
+  // barrier), a checkpoint made durable.
+  void count_collective(uint64_t bytes, uint64_t ns);
+  void count_checkpoint(uint64_t bytes, uint64_t ns);
 
  private:
   PhasePageLayout* p_;

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "daemon/daemon_client.h"
+#include "daemon/event_log.h"
 #include "daemon/request_handler.h"
 #include "engine/job.h"
 #include "os/durable_file.h"
@@ -351,9 +352,6 @@ void ControlServer::sample(bool metrics_due) {
   updater_->post(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
   policy_metrics_.update(jobs_.loaded_policies());
-  if (auto text = os::read_whole_file("/proc/pressure/memory"); text && text->has_value()) {
-    if (auto t = os::parse_pressure_totals(**text)) metrics_.set_memory_stall(t->some_us / 1e6, t->full_us / 1e6);
-  }
 }
 
 void ControlServer::write_textfile() {
@@ -378,6 +376,7 @@ Status ControlServer::run() {
   sigemptyset(&mask);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signals_.reset(signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signals_.valid()) return make_sys_error(errno, "signalfd");
@@ -405,6 +404,7 @@ Status ControlServer::run() {
       } else if (kind == kTimer) {
         uint64_t expirations;
         if (read(fd, &expirations, sizeof expirations) > 0) sample(++ticks_ % metrics_every == 0);
+        if (hooks_.alive) hooks_.alive();
       } else if (kind == kMemory) {
         auto it = memory_wakeups_.find(fd);
         if (it != memory_wakeups_.end()) jobs_.memory_woke(it->second, fd);
@@ -415,9 +415,13 @@ Status ControlServer::run() {
         owner_exited(fd);
       } else if (kind == kSignal) {
         signalfd_siginfo si;
-        if (read(fd, &si, sizeof si) > 0) {
-          log_message(MLOS_LOG_INFO, std::string(strsignal(static_cast<int>(si.ssi_signo))) +
-                                         ", stopping; jobs are kept for the next mlosd");
+        if (read(fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) continue;
+        if (si.ssi_signo == SIGHUP) {
+          if (hooks_.reload) hooks_.reload();
+        } else {
+          const std::string why = std::string(strsignal(static_cast<int>(si.ssi_signo))) + ", stopping";
+          if (hooks_.stopping) hooks_.stopping(why);
+          log_event(MLOS_LOG_INFO, why + "; jobs are kept for the next mlosd", {{"MLOS_EVENT", "stopping"}});
           if (Status s = jobs_.write_snapshot(); !s) {
             log_message(MLOS_LOG_WARN, "registry snapshot at stop: " + s.error().describe() +
                                            " (the journal still holds every change)");

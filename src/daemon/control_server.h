@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -41,9 +42,19 @@ class ControlServer {
   ControlServer(const DaemonConfig& config, JobManager& jobs, JobMetrics& metrics, nlohmann::json info);
   ~ControlServer();
 
+  // What the service around the loop does at its events (mlosd: systemd
+  // notifications and config reloads). Each may be empty. All run on the
+  // loop's thread.
+  struct Hooks {
+    std::function<void()> reload;    // SIGHUP
+    std::function<void()> alive;     // every sampling tick: the loop turns (the watchdog's keep-alive)
+    std::function<void(const std::string& why)> stopping;  // SIGTERM/SIGINT, before the loop returns
+  };
+  void set_hooks(Hooks hooks) { hooks_ = std::move(hooks); }
+
   // Binds the socket (refusing if another daemon answers there).
   Status listen();
-  // Serves until SIGTERM or SIGINT. Jobs are kept: they belong to their
+  // Serves until SIGTERM or SIGINT; SIGHUP calls hooks.reload. Jobs are kept: they belong to their
   // processes, and the next mlosd adopts them.
   Status run();
 
@@ -114,6 +125,7 @@ class ControlServer {
   std::map<std::string, uint64_t> requests_by_op_;
   std::unique_ptr<MetricsUpdater> updater_;  // started at the first sample
   PolicyMetrics policy_metrics_;
+  Hooks hooks_;
 };
 
 }  // namespace mlos::daemon

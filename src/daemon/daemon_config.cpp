@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/json_fields.h"
+#include "core/located_json.h"
 #include "core/memory_pressure_json.h"
 
 namespace mlos::daemon {
@@ -31,11 +32,12 @@ std::string relative_cgroup(const json& e, const std::string& key) {
 
 }  // namespace
 
-Status DaemonConfig::merge(const json& c) {
+Status DaemonConfig::merge(const json& c, std::string* refused_key) {
   if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "mlosd config must be a JSON object");
   DaemonConfig next = *this;
   try {
     for (const auto& [key, v] : c.items()) {
+      if (refused_key != nullptr) *refused_key = key;
       if (key == "socket") {
         next.socket = str(v, "socket");
         if (next.socket.empty() || next.socket[0] != '/') throw std::invalid_argument("socket must be an absolute path");
@@ -92,6 +94,11 @@ Status DaemonConfig::merge(const json& c) {
             next.cgroup_base.front() == '/') {
           throw std::invalid_argument("cgroup_base must be a relative cgroup path without '..'");
         }
+      } else if (key == "log") {
+        next.log = str(v, "log");
+        if (next.log != "auto" && next.log != "journal" && next.log != "stderr") {
+          throw std::invalid_argument("log must be \"auto\", \"journal\" or \"stderr\"");
+        }
       } else if (key == "metrics_listen") {
         next.metrics_listen = str(v, "metrics_listen");
       } else if (key == "metrics_textfile") {
@@ -124,6 +131,7 @@ Status DaemonConfig::merge(const json& c) {
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("mlosd config: ") + e.what());
   }
+  if (refused_key != nullptr) refused_key->clear();
   *this = std::move(next);
   return Status::Ok();
 }
@@ -133,10 +141,14 @@ Result<DaemonConfig> DaemonConfig::from_file(const std::string& path) {
   if (!in) return make_sys_error(errno, "cannot read mlosd config " + path, MLOS_ERR_INVALID_ARGUMENT);
   std::stringstream text;
   text << in.rdbuf();
-  const json parsed = json::parse(text.str(), nullptr, false);
-  if (parsed.is_discarded()) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " is not valid JSON");
+  auto parsed = parse_located_json(text.str());
+  if (!parsed) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ":" + parsed.error().message);
   DaemonConfig c;
-  if (Status s = c.merge(parsed); !s) return make_error(s.error().code, path + ": " + s.error().message);
+  std::string refused;
+  if (Status s = c.merge(parsed->value, &refused); !s) {
+    const std::string at = refused.empty() ? "" : parsed->where("/" + json_pointer_token(refused));
+    return make_error(s.error().code, path + ":" + (at.empty() ? "" : at + ":") + " " + s.error().message);
+  }
   return c;
 }
 
@@ -153,6 +165,7 @@ json DaemonConfig::to_json() const {
               {"confine_group", confine_group},
               {"stay_in_cgroups", stay_in_cgroups},
               {"node_cpus", node_cpus},
+              {"log", log},
               {"metrics_listen", metrics_listen},
               {"metrics_textfile", metrics_textfile},
               {"sample_interval_ms", sample_interval_ms},

@@ -51,6 +51,11 @@ struct DaemonConfig {
   // CPU of the node, for an mlosd kept off some of them, as a Burstable
   // DaemonSet pod is kept off Guaranteed pods' CPUs by the kubelet).
   std::string node_cpus = "affinity";
+  // Where mlosd's messages go: "journal" (the journal's native protocol,
+  // with priorities and fields such as JOB_ID), "stderr", or "auto": the
+  // journal when stderr is connected to it (started by systemd), else
+  // stderr.
+  std::string log = "auto";
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables the HTTP endpoint
   std::string metrics_textfile;      // node_exporter textfile path, "" for none
   int sample_interval_ms = 100;      // phase pages, liveness, CPU weights
@@ -71,8 +76,12 @@ struct DaemonConfig {
   // its node config unless "policies.config" names it.
   DaemonPolicyConfig policies;
 
-  // Applies the keys of `config` over the current values.
-  Status merge(const nlohmann::json& config);
+  // Applies the keys of `config` over the current values; nothing changes
+  // if any is refused. `refused_key` (may be null) receives the top-level
+  // key whose value was refused, so a file's error can say where it is.
+  Status merge(const nlohmann::json& config, std::string* refused_key = nullptr);
+  // A JSON file, comments allowed; errors read "<path>:<line>:<column>:
+  // what", the position of the refused key (or of the syntax error).
   static Result<DaemonConfig> from_file(const std::string& path);
   // The effective configuration, in the file's format.
   nlohmann::json to_json() const;

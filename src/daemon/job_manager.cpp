@@ -7,6 +7,8 @@
 #include "core/json_fields.h"
 #include "core/memory_pressure_json.h"
 #include "core/phase_policy.h"
+#include "daemon/cluster_ids.h"
+#include "daemon/event_log.h"
 #include "daemon/job_origin.h"
 #include "os/log_sink.h"
 #include "os/memory_sources.h"
@@ -405,6 +407,10 @@ void JobManager::follow_phase(Live& j) {
     j.marked = true;
     j.phase = snap->phase;
     if (changed && policies_) policies_->phase_changed(j.record.id, old, j.phase);
+    if (changed) {
+      log_event(MLOS_LOG_DEBUG, "job " + std::to_string(j.record.id) + " entered " + PhasePolicy::name(j.phase),
+                {{"MLOS_EVENT", "phase"}, {"JOB_ID", std::to_string(j.record.id)}, {"PHASE", PhasePolicy::name(j.phase)}});
+    }
   }
   // A nested job has no cgroup of its own: its phase steers the cgroup of
   // the job it runs in (under `mlos run`, the command's job steers the
@@ -602,6 +608,16 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     return make_error(s.error().code, "job not granted: " + s.error().message);
   }
   confine();
+  {
+    LogFields fields = job_fields(live.record);
+    fields.insert(fields.begin(), {"MLOS_EVENT", "granted"});
+    fields.push_back({"EXCLUSIVE", live.record.exclusive ? "1" : "0"});
+    fields.push_back({"CGROUP", cgroup_of(live)});
+    log_event(MLOS_LOG_INFO,
+              "granted job " + std::to_string(live.record.id) + " (" + live.record.label + ") CPUs " +
+                  live.record.cpus.to_list() + " to pid " + std::to_string(live.record.owner.pid),
+              fields);
+  }
   json reply{{"job", live.record.id},
              {"cpus", live.record.cpus.to_list()},
              {"cpu_order", placement->cpus},
@@ -614,6 +630,14 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
              {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
              {"notes", live.notes}};
   return reply;
+}
+
+void JobManager::reconfigure(Reconfigurable settings) {
+  d_.quotas = std::move(settings.quotas);
+  d_.memory_thresholds = settings.memory_thresholds;
+  d_.stay_in_cgroups = std::move(settings.stay_in_cgroups);
+  d_.may_confine = std::move(settings.may_confine);
+  d_.default_policies = std::move(settings.default_policies);
 }
 
 Result<JobManager::Live*> JobManager::owned_job(const os::PeerCredentials& peer, uint64_t job) {
@@ -663,9 +687,19 @@ Status JobManager::attach(const os::PeerCredentials& peer, uint64_t job, pid_t p
   return d_.move_process((*j)->record.cgroup(), *target, peer.uid);
 }
 
-void JobManager::forget(uint64_t id, const std::string& /*why*/) {
+void JobManager::forget(uint64_t id, const std::string& why) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
+  {
+    // The ends a job is meant to have are news; the others (a grant taken
+    // back) are warnings.
+    const bool normal = why == "released" || why == "owner gone" || why == "ledger claim released";
+    LogFields fields = job_fields(it->second.record);
+    fields.insert(fields.begin(), {"MLOS_EVENT", "ended"});
+    fields.push_back({"REASON", why});
+    log_event(normal ? MLOS_LOG_INFO : MLOS_LOG_WARN,
+              "job " + std::to_string(id) + " (" + it->second.record.label + ") ended: " + why, fields);
+  }
   if (it->second.memory) ++memory_wakeups_version_;  // its wake-ups close with it
   if (policies_) policies_->detach_job(id);
   const JobRecord gone = it->second.record;
@@ -953,11 +987,18 @@ std::vector<JobSample> JobManager::samples() const {
 
 JobSample JobManager::sample(const Live& j) const {
   JobSample s;
-  s.job = j.record.cgroup();
+  s.job_id = j.record.id;
   s.label = j.record.label;
+  s.uid = j.record.uid;
+  s.exclusive = j.record.exclusive;
+  s.cpus = j.record.cpus.count();
+  const ClusterIds ids = cluster_ids_of(j.record.origin_cgroup);
+  s.pod_uid = ids.pod_uid;
+  s.slurm_job_id = ids.slurm_job_id;
   s.phase = j.phase;
   if (auto snap = phase_snapshot(j)) {
     s.phase = snap->phase;
+    s.activity = snap->activity;
     const uint64_t now = d_.now_ns();
     for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
       uint64_t ns = snap->phase_ns[p];
@@ -966,6 +1007,10 @@ JobSample JobManager::sample(const Live& j) const {
       s.phase_seconds[p] = static_cast<double>(ns) / 1e9;
       s.phase_entries[p] = snap->entries[p];
     }
+  } else if (j.page) {
+    // No set_phase yet, but collectives and checkpoints are counted all
+    // the same.
+    if (auto raw = PhasePageReader(j.page->data()).read()) s.activity = raw->activity;
   }
   if (d_.cgroups) {
     if (auto u = d_.cgroups->usage(j.record.cgroup())) {

@@ -216,6 +216,20 @@ class JobManager {
   std::vector<int> policy_fds() const;
   void policy_woke();
 
+  // What a config reload changes here (daemon/config_reload.h): quotas,
+  // memory thresholds for jobs that give none, the cgroups jobs stay in,
+  // who may confine, and the policies every job gets. They apply to
+  // requests from now on, except who may confine: that is judged at once,
+  // for running exclusive jobs too.
+  struct Reconfigurable {
+    UserQuotas quotas;
+    MemoryThresholds memory_thresholds;
+    std::vector<std::string> stay_in_cgroups;
+    std::function<bool(uint32_t uid)> may_confine;
+    std::vector<std::string> default_policies;
+  };
+  void reconfigure(Reconfigurable settings);
+
   // Rewrites the registry's snapshot and empties its journal (a clean
   // stop does this, so the next start reads one file).
   Status write_snapshot();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/phase_policy.h"
+#include "mlos/version.h"
 
 namespace mlos::daemon {
 
@@ -13,6 +14,7 @@ namespace {
 
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
+using prometheus::Labels;
 
 // A counter fed with totals: remembers the last total and adds the rise.
 struct TotalCounter {
@@ -20,10 +22,25 @@ struct TotalCounter {
   double last = 0;
 };
 
+void advance(TotalCounter& c, double total) {
+  if (total > c.last) c.counter->Increment(total - c.last);
+  c.last = total;
+}
+
+// The activity figures in activity_'s order, in base units.
+std::array<double, 6> activity_values(const PhaseSnapshot::Activity& a) {
+  return {static_cast<double>(a.collective_calls), static_cast<double>(a.collective_bytes),
+          static_cast<double>(a.collective_ns) / 1e9, static_cast<double>(a.checkpoint_saves),
+          static_cast<double>(a.checkpoint_bytes), static_cast<double>(a.checkpoint_ns) / 1e9};
+}
+
 }  // namespace
 
 struct JobMetrics::JobSeries {
-  std::string label;
+  Labels labels;  // job_id, label, uid: what every series of the job carries
+  Labels info_labels;
+  prometheus::Gauge* info = nullptr;
+  prometheus::Gauge* cpus = nullptr;
   std::array<prometheus::Gauge*, MLOS_TRAINING_PHASE_COUNT> phase{};
   std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> seconds{};
   std::array<TotalCounter, MLOS_TRAINING_PHASE_COUNT> entries{};
@@ -33,10 +50,16 @@ struct JobMetrics::JobSeries {
   prometheus::Gauge* memory_limit = nullptr;
   prometheus::Gauge* pressure_level = nullptr;
   TotalCounter pressure_changes;
+  std::array<TotalCounter, 6> activity{};
 };
 
-JobMetrics::JobMetrics()
+JobMetrics::JobMetrics(const std::string& commit)
     : registry_(std::make_shared<prometheus::Registry>()),
+      info_(BuildGauge()
+                .Name("mlos_job_info")
+                .Help("A job mlosd manages; always 1. Labels: who and where (pod_uid, slurm_job_id: its cluster ids)")
+                .Register(*registry_)),
+      cpus_(BuildGauge().Name("mlos_job_cpus").Help("CPUs granted to the job").Register(*registry_)),
       phase_(BuildGauge().Name("mlos_job_phase").Help("1 for the phase the job is in, 0 for the others").Register(*registry_)),
       phase_seconds_(BuildCounter()
                          .Name("mlos_job_phase_seconds_total")
@@ -76,15 +99,23 @@ JobMetrics::JobMetrics()
                    .Help("Connected control-socket clients")
                    .Register(*registry_)
                    .Add({})),
-      stall_(BuildCounter()
-                 .Name("mlos_node_memory_stall_seconds_total")
-                 .Help("Time tasks stalled on memory on this node (PSI /proc/pressure/memory; kind some or full)")
-                 .Register(*registry_)) {
+      jobs_count_(BuildGauge().Name("mlos_daemon_jobs").Help("Jobs mlosd manages").Register(*registry_).Add({})) {
+  const std::array<std::pair<const char*, const char*>, 6> activity{{
+      {"mlos_job_collective_calls_total", "Barriers and all-reduces the job finished"},
+      {"mlos_job_collective_bytes_total", "Bytes the job's successful all-reduces reduced"},
+      {"mlos_job_collective_seconds_total", "Time the job spent in barriers and all-reduces"},
+      {"mlos_job_checkpoint_saves_total", "Checkpoints the job made durable"},
+      {"mlos_job_checkpoint_bytes_total", "Payload bytes of the job's durable checkpoints"},
+      {"mlos_job_checkpoint_seconds_total", "Time spent writing the job's checkpoints until durable"},
+  }};
+  for (size_t i = 0; i < activity.size(); ++i) {
+    activity_[i] = &BuildCounter().Name(activity[i].first).Help(activity[i].second).Register(*registry_);
+  }
   BuildGauge()
       .Name("mlos_build_info")
-      .Help("Version of the mlOS daemon; always 1")
+      .Help("Version and commit of the mlOS daemon; always 1")
       .Register(*registry_)
-      .Add({{"version", MLOS_VERSION_STRING}})
+      .Add({{"version", MLOS_VERSION_STRING}, {"commit", commit}})
       .Set(1);
 }
 
@@ -102,92 +133,97 @@ void JobMetrics::count_request(const std::string& op) {
 
 void JobMetrics::set_clients(int clients) { clients_.Set(clients); }
 
-void JobMetrics::set_memory_stall(double some_seconds, double full_seconds) {
-  const double totals[2] = {some_seconds, full_seconds};
-  const char* kinds[2] = {"some", "full"};
-  for (int i = 0; i < 2; ++i) {
-    auto& c = stall_.Add({{"kind", kinds[i]}});
-    if (totals[i] > stall_seen_[i]) c.Increment(totals[i] - stall_seen_[i]);
-    stall_seen_[i] = totals[i];
-  }
-}
-
-namespace {
-void advance(TotalCounter& c, double total) {
-  if (total > c.last) c.counter->Increment(total - c.last);
-  c.last = total;
-}
-}  // namespace
-
 void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic<bool>* cancel) {
   auto cancelled = [cancel] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
-  std::map<std::string, const JobSample*> wanted;
-  for (const auto& s : samples) wanted[s.job] = &s;
+  std::map<uint64_t, const JobSample*> wanted;
+  for (const auto& s : samples) wanted[s.job_id] = &s;
+  jobs_count_.Set(static_cast<double>(samples.size()));
   for (auto it = jobs_.begin(); it != jobs_.end() && !cancelled();) {
     auto w = wanted.find(it->first);
-    // A job gone, or one whose totals went backwards (a new job reusing the
-    // name), loses its series; the latter gets fresh ones below.
+    // A job gone, or one whose identity changed or totals went backwards
+    // (a registry started over, reusing ids), loses its series; the
+    // latter gets fresh ones below.
     bool restart = false;
     if (w != wanted.end()) {
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
         restart |= w->second->phase_seconds[p] < it->second->seconds[p].last;
       }
-      restart |= w->second->label != it->second->label;
+      restart |= w->second->label != it->second->labels["label"] ||
+                 std::to_string(w->second->uid) != it->second->labels["uid"];
     }
-    if (w == wanted.end() || restart) {
-      const std::string job = it->first;
-      ++it;
-      drop(job);
-    } else {
-      ++it;
-    }
+    const uint64_t job = it->first;
+    ++it;
+    if (w == wanted.end() || restart) drop(job);
   }
   for (const auto& s : samples) {
     if (cancelled()) return;
-    auto& series = jobs_[s.job];
+    auto& series = jobs_[s.job_id];
     if (!series) {
       series = std::make_unique<JobSeries>();
-      series->label = s.label;
+      series->labels = {{"job_id", std::to_string(s.job_id)}, {"label", s.label}, {"uid", std::to_string(s.uid)}};
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-        const std::string name = PhasePolicy::name(p);
-        series->phase[p] = &phase_.Add({{"job", s.job}, {"label", s.label}, {"phase", name}});
-        series->seconds[p].counter = &phase_seconds_.Add({{"job", s.job}, {"phase", name}});
-        series->entries[p].counter = &transitions_.Add({{"job", s.job}, {"phase", name}});
+        Labels with_phase = series->labels;
+        with_phase["phase"] = PhasePolicy::name(p);
+        series->phase[p] = &phase_.Add(with_phase);
+        series->seconds[p].counter = &phase_seconds_.Add(with_phase);
+        series->entries[p].counter = &transitions_.Add(with_phase);
       }
+      series->cpus = &cpus_.Add(series->labels);
     }
+    const Labels& labels = series->labels;
+    // The info series follows what may change for a running job (its
+    // exclusivity after an adoption, its cluster ids).
+    Labels info = labels;
+    info["exclusive"] = s.exclusive ? "true" : "false";
+    info["pod_uid"] = s.pod_uid;
+    info["slurm_job_id"] = s.slurm_job_id;
+    if (!series->info || info != series->info_labels) {
+      if (series->info) info_.Remove(series->info);
+      series->info = &info_.Add(info);
+      series->info->Set(1);
+      series->info_labels = info;
+    }
+    series->cpus->Set(s.cpus);
     for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
       series->phase[p]->Set(p == s.phase ? 1 : 0);
       advance(series->seconds[p], s.phase_seconds[p]);
       advance(series->entries[p], static_cast<double>(s.phase_entries[p]));
     }
     if (s.memory_stall_seconds) {
-      if (!series->stall.counter) series->stall.counter = &memory_stall_.Add({{"job", s.job}});
+      if (!series->stall.counter) series->stall.counter = &memory_stall_.Add(labels);
       advance(series->stall, *s.memory_stall_seconds);
     }
     if (s.cpu_seconds) {
-      if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add({{"job", s.job}});
+      if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add(labels);
       advance(series->cpu, *s.cpu_seconds);
     }
     if (s.memory_bytes) {
-      if (!series->memory) series->memory = &memory_.Add({{"job", s.job}});
+      if (!series->memory) series->memory = &memory_.Add(labels);
       series->memory->Set(static_cast<double>(*s.memory_bytes));
     }
     if (s.memory_limit_bytes) {
-      if (!series->memory_limit) series->memory_limit = &memory_limit_.Add({{"job", s.job}});
+      if (!series->memory_limit) series->memory_limit = &memory_limit_.Add(labels);
       series->memory_limit->Set(static_cast<double>(*s.memory_limit_bytes));
     }
     if (s.memory_pressure_level) {
-      if (!series->pressure_level) series->pressure_level = &pressure_level_.Add({{"job", s.job}});
+      if (!series->pressure_level) series->pressure_level = &pressure_level_.Add(labels);
       series->pressure_level->Set(*s.memory_pressure_level);
     }
     if (s.memory_pressure_changes) {
-      if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add({{"job", s.job}});
+      if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add(labels);
       advance(series->pressure_changes, static_cast<double>(*s.memory_pressure_changes));
+    }
+    if (s.activity) {
+      const auto values = activity_values(*s.activity);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (!series->activity[i].counter) series->activity[i].counter = &activity_[i]->Add(labels);
+        advance(series->activity[i], values[i]);
+      }
     }
   }
 }
 
-void JobMetrics::drop(const std::string& job) {
+void JobMetrics::drop(uint64_t job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
   JobSeries& s = *it->second;
@@ -196,12 +232,17 @@ void JobMetrics::drop(const std::string& job) {
     phase_seconds_.Remove(s.seconds[p].counter);
     transitions_.Remove(s.entries[p].counter);
   }
+  if (s.info) info_.Remove(s.info);
+  if (s.cpus) cpus_.Remove(s.cpus);
   if (s.cpu.counter) cpu_seconds_.Remove(s.cpu.counter);
   if (s.stall.counter) memory_stall_.Remove(s.stall.counter);
   if (s.memory) memory_.Remove(s.memory);
   if (s.memory_limit) memory_limit_.Remove(s.memory_limit);
   if (s.pressure_level) pressure_level_.Remove(s.pressure_level);
   if (s.pressure_changes.counter) pressure_changes_.Remove(s.pressure_changes.counter);
+  for (size_t i = 0; i < s.activity.size(); ++i) {
+    if (s.activity[i].counter) activity_[i]->Remove(s.activity[i].counter);
+  }
   jobs_.erase(it);
 }
 

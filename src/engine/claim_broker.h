@@ -31,12 +31,20 @@ struct ClaimRequest {
 };
 
 // Where a job publishes its phases for another process to follow (mlosd's
-// phase page). Called under the job's mutex on every set_phase: it must be
-// cheap and make no system call.
+// phase page). publish() is called under the job's mutex on every
+// set_phase: it must be cheap and make no system call.
 class PhaseSink {
  public:
   virtual ~PhaseSink() = default;
   virtual void publish(mlos_training_phase_t phase, uint64_t now_ns) = 0;
+  // Activity of the job, from any thread and without the job's mutex
+  // (collectives run on the caller's threads, async checkpoint saves
+  // complete on the writer's thread): a finished barrier or all-reduce
+  // (`bytes` 0 for a failed one or a barrier), a checkpoint made durable.
+  // Each adds to counters that only grow; lock-free, no system call. The
+  // default, for a sink without counters, ignores them.
+  virtual void count_collective(uint64_t /*bytes*/, uint64_t /*ns*/) {}
+  virtual void count_checkpoint(uint64_t /*bytes*/, uint64_t /*ns*/) {}
 };
 
 struct Grant {

@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
-#include "core/phase_page.h"
 #include "engine/daemon_pressure_feed.h"
 #include "engine/job.h"
+#include "engine/page_phase_sink.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "os/process_self.h"
@@ -15,19 +15,6 @@ namespace mlos {
 namespace {
 
 using nlohmann::json;
-
-// The job's end of the phase page: the memfd stays open in this process
-// for the job's lifetime (a restarted mlosd maps it again by its number).
-class PagePhaseSink final : public PhaseSink {
- public:
-  PagePhaseSink(os::SharedPage page, uint64_t now_ns) : page_(std::move(page)), writer_(page_.data(), now_ns) {}
-  void publish(mlos_training_phase_t phase, uint64_t now_ns) override { writer_.publish(phase, now_ns); }
-  int fd() const { return page_.fd(); }
-
- private:
-  os::SharedPage page_;
-  PhasePageWriter writer_;
-};
 
 Result<Placement> placement_from(const json& r) {
   try {

@@ -34,7 +34,8 @@ using nlohmann::json;
 namespace {
 
 // A job's phases, written by the job (PhaseSink::publish, under its mutex)
-// and read by the policy thread: a phase page in this process's memory.
+// and read by the policy thread: a phase page in this process's memory. Its
+// activity counters grow from any thread of the job (relaxed adds).
 class PhaseFollower final : public PhaseSink {
  public:
   explicit PhaseFollower(uint64_t now_ns)
@@ -44,6 +45,8 @@ class PhaseFollower final : public PhaseSink {
   }
   ~PhaseFollower() override { std::free(page_); }
   void publish(mlos_training_phase_t phase, uint64_t now_ns) override { writer_->publish(phase, now_ns); }
+  void count_collective(uint64_t bytes, uint64_t ns) override { writer_->count_collective(bytes, ns); }
+  void count_checkpoint(uint64_t bytes, uint64_t ns) override { writer_->count_checkpoint(bytes, ns); }
   std::optional<PhaseSnapshot> read() const { return PhasePageReader(page_).read(); }
 
  private:

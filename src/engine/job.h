@@ -13,8 +13,9 @@
 // change finds it. Engine-neutral: kernel
 // calls go through os::Kernel, the claim through ClaimBroker.
 //
-// Thread-safe: every public method takes the job's mutex. After release()
-// every method returns INVALID_HANDLE.
+// Thread-safe: every public method takes the job's mutex, except the
+// activity counters (count_collective, count_checkpoint) and the accessors
+// of fixed facts. After release() every method returns INVALID_HANDLE.
 #pragma once
 
 #include <sys/types.h>
@@ -89,6 +90,21 @@ class Job {
   Result<std::vector<std::string>> request_policy(const std::string& name, const nlohmann::json& config);
   Status release_policy(const std::string& name);
   Result<PolicyAdvice> advice();
+
+  // Activity for the job's phase sink (PhaseSink::count_*): a finished
+  // barrier or all-reduce, a checkpoint made durable. No-ops for a grant
+  // without a sink. Lock-free and without a system call, from any thread,
+  // so a collective or a checkpoint writer thread never waits on a
+  // set_phase in progress. The sink lives as long as this Job (it belongs
+  // to the const grant), so a caller holding the Job may count even after
+  // release(), e.g. an async save that completes later; by then nobody
+  // follows the page, and the figures only go into memory still mapped.
+  void count_collective(uint64_t bytes, uint64_t ns) const {
+    if (grant_.phase_sink) grant_.phase_sink->count_collective(bytes, ns);
+  }
+  void count_checkpoint(uint64_t bytes, uint64_t ns) const {
+    if (grant_.phase_sink) grant_.phase_sink->count_checkpoint(bytes, ns);
+  }
 
   // Stops memory watching, restores threads, frees buffers, drops the
   // claim. Only the first call does anything; later ones return

@@ -4,6 +4,7 @@ uid checks, malformed frames, a corrupt state file."""
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import struct
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import error_codes, parse_cpu_list
+from conftest import build_dir
 from daemon_helpers import (CGROUP_ROOT, Client, Daemon, allowed_cpus, encode, read_frame, start_job_client,
                             real_cgroups_usable, wait_for)
 
@@ -84,7 +86,8 @@ def test_two_jobs_get_disjoint_cpus_own_cgroups_and_survive_kill9(cgroup_daemon,
         st = d.status()
         assert parse_cpu_list(st["exclusive_cpus"]) == parse_cpu_list(a.cpus) | parse_cpu_list(b.cpus)
         # Metrics: both jobs, accepted by promtool.
-        series = [f'mlos_job_phase_seconds_total{{job="job-{p.claim}",phase="BACKWARD"}}' for p in (a, b)]
+        series = [f'mlos_job_phase_seconds_total{{job_id="{p.claim}",label="{label}",phase="BACKWARD",uid="{os.getuid()}"}}'
+                  for p, label in ((a, "train-a"), (b, "train-b"))]
         # Metrics are sampled once a second.
         text = wait_for(lambda: (t := metrics_text(d)) and all(x in t for x in series) and t, timeout=5)
         assert text, metrics_text(d)
@@ -285,14 +288,21 @@ def test_shipped_config_and_systemd_unit_are_valid(tmp_path):
     assert r.returncode == 0, r.stderr
     if not shutil.which("systemd-analyze"):
         pytest.skip("systemd-analyze not installed")
-    unit = repo / "packaging/systemd/mlosd.service"
+    # The unit as this build generated it for its prefix (mlosd.service.in).
+    unit = build_dir() / "mlosd.service"
     r = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
-    # Only the binary's absence (it is not installed here) may be reported.
-    problems = [l for l in (r.stdout + r.stderr).splitlines() if l.strip() and "is not executable" not in l]
+    # Only what is not installed here may be reported: the binary and the
+    # man page the unit's Documentation= names.
+    problems = [l for l in (r.stdout + r.stderr).splitlines()
+                if l.strip() and "is not executable" not in l and "Command 'man mlosd(8)' failed" not in l]
     assert not problems, problems
     text = unit.read_text()
     settings = [l for l in text.splitlines() if not l.startswith("#")]
     assert "Delegate=yes" in settings and not any(l.startswith("ProtectControlGroups") for l in settings)
+    assert "Type=notify" in settings and any(l.startswith("WatchdogSec=") for l in settings)
+    assert "ExecReload=/bin/kill -HUP $MAINPID" in settings
+    assert not re.search(r"@[A-Z_]+@", text), "every @VAR@ of the template is substituted"
+    assert any(l.startswith("ExecStart=/") and l.endswith("/sbin/mlosd --config /etc/mlos/mlosd.json") for l in settings)
 
 
 def test_a_released_job_goes_back_to_the_cgroup_its_owner_came_from(cgroup_daemon, tmp_path):

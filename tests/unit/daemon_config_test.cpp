@@ -29,6 +29,7 @@ json full_config() {
               {"confine_group", "trainers"},
               {"stay_in_cgroups", {"kubepods.slice", "batch.slice/jobs"}},
               {"node_cpus", "root-cgroup"},
+              {"log", "journal"},
               {"metrics_listen", ""},
               {"metrics_textfile", "/var/lib/node_exporter/mlos.prom"},
               {"sample_interval_ms", 50},
@@ -307,6 +308,42 @@ TEST_F(DaemonConfigFileTest, InvalidValueInFileNamesFileAndKey) {
   EXPECT_NE(c.error().message.find(path), std::string::npos) << c.error().message;
   EXPECT_NE(c.error().message.find("cgroups"), std::string::npos) << c.error().message;
 }
+
+TEST_F(DaemonConfigFileTest, CommentsAreAllowed) {
+  const std::string path = write("// mlosd on this node\n{\n  /* tests */ \"cgroups\": \"none\", // no cgroups\n"
+                                 "  \"log\": \"stderr\"\n}\n");
+  auto c = DaemonConfig::from_file(path);
+  ASSERT_TRUE(c.ok()) << c.error().describe();
+  EXPECT_EQ(c->cgroups, "none");
+  EXPECT_EQ(c->log, "stderr");
+}
+
+TEST_F(DaemonConfigFileTest, SyntaxErrorSaysLineAndColumn) {
+  // Line 3, column 14: the stray comma's successor, '}'.
+  const std::string path = write("{\n  \"cgroups\": \"none\",\n  \"log\": \"x\",}\n");
+  auto c = DaemonConfig::from_file(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(c.error().message.rfind(path + ":3:14: ", 0), 0u) << c.error().message;
+}
+
+TEST_F(DaemonConfigFileTest, RefusedValueSaysWhereItsKeyIs) {
+  const std::string path = write("{\n  \"socket\": \"/run/x.sock\",\n\n    \"quotas\": {\"jobs_per_uid\": -1}\n}\n");
+  auto c = DaemonConfig::from_file(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message.rfind(path + ":4:5: ", 0), 0u) << c.error().message;
+  EXPECT_NE(c.error().message.find("jobs_per_uid"), std::string::npos) << c.error().message;
+}
+
+TEST_F(DaemonConfigFileTest, UnknownKeySaysWhereItIs) {
+  const std::string path = write("{\"cgroups\": \"none\", \"sockte\": \"/run/x\"}");
+  auto c = DaemonConfig::from_file(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message.rfind(path + ":1:21: ", 0), 0u) << c.error().message;
+  EXPECT_NE(c.error().message.find("sockte"), std::string::npos) << c.error().message;
+}
+
+TEST_F(DaemonConfigRejectTest, LogTarget) { expect_rejected({{"log", "syslog"}}, "log"); }
 
 TEST(DaemonConfigTest, ToJsonRoundTripsThroughMerge) {
   DaemonConfig original;

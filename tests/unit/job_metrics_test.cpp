@@ -11,9 +11,11 @@
 namespace mlos::daemon {
 namespace {
 
-JobSample sample(const std::string& job, mlos_training_phase_t phase, double backward_seconds) {
+JobSample sample(uint64_t job, mlos_training_phase_t phase, double backward_seconds) {
   JobSample s;
-  s.job = job;
+  s.job_id = job;
+  s.uid = 1000;
+  s.cpus = 2;
   s.label = "train.py";
   s.phase = phase;
   s.phase_seconds[MLOS_TRAINING_PHASE_BACKWARD] = backward_seconds;
@@ -30,30 +32,67 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST(JobMetricsTest, SeriesCarryTheSampledValues) {
   JobMetrics m;
-  m.update({sample("job-3", MLOS_TRAINING_PHASE_BACKWARD, 2.5)});
+  m.update({sample(3, MLOS_TRAINING_PHASE_BACKWARD, 2.5)});
   const std::string t = m.text();
-  EXPECT_TRUE(has_line(t, "mlos_build_info{version=\"" MLOS_VERSION_STRING "\"} 1")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_phase{job=\"job-3\",label=\"train.py\",phase=\"BACKWARD\"} 1")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_phase{job=\"job-3\",label=\"train.py\",phase=\"FORWARD\"} 0")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job=\"job-3\",phase=\"BACKWARD\"} 2.5")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_phase_transitions_total{job=\"job-3\",phase=\"BACKWARD\"} 3")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_cpu_seconds_total{job=\"job-3\"} 12.5")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_memory_bytes{job=\"job-3\"} 1048576")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_memory_limit_bytes{job=\"job-3\"} 1073741824")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_build_info{commit=\"unknown\",version=\"" MLOS_VERSION_STRING "\"} 1")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_info{exclusive=\"false\",job_id=\"3\",label=\"train.py\",pod_uid=\"\",slurm_job_id=\"\",uid=\"1000\"} 1")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_cpus{job_id=\"3\",label=\"train.py\",uid=\"1000\"} 2")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_daemon_jobs 1")) << t;
+  // No activity on the page (an older library): no activity series, rather than zeros.
+  EXPECT_EQ(t.find("mlos_job_collective_calls_total{"), std::string::npos) << t;
+  // Nothing that is not mlOS's: no exporter internals, no node-wide PSI (node_exporter's).
+  EXPECT_EQ(t.find("exposer_"), std::string::npos) << t;
+  EXPECT_EQ(t.find("mlos_node_"), std::string::npos) << t;
+  // Never Prometheus' target label.
+  EXPECT_EQ(t.find("{job="), std::string::npos) << t;
+  EXPECT_EQ(t.find(",job="), std::string::npos) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 1")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase{job_id=\"3\",label=\"train.py\",phase=\"FORWARD\",uid=\"1000\"} 0")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 2.5")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase_transitions_total{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 3")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_cpu_seconds_total{job_id=\"3\",label=\"train.py\",uid=\"1000\"} 12.5")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_memory_bytes{job_id=\"3\",label=\"train.py\",uid=\"1000\"} 1048576")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_memory_limit_bytes{job_id=\"3\",label=\"train.py\",uid=\"1000\"} 1073741824")) << t;
+}
+
+TEST(JobMetricsTest, ActivityAndClusterIdsBecomeSeries) {
+  JobMetrics m("1a2b3c4");
+  JobSample s = sample(5, MLOS_TRAINING_PHASE_FORWARD, 1);
+  s.exclusive = true;
+  s.pod_uid = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b";
+  s.activity = PhaseSnapshot::Activity{4, 4096, 1500000000, 2, 1 << 20, 250000000};
+  m.update({s});
+  s.activity->collective_calls = 10;
+  m.update({s});
+  const std::string t = m.text();
+  const std::string who = "{job_id=\"5\",label=\"train.py\",uid=\"1000\"}";
+  EXPECT_TRUE(has_line(t, "mlos_build_info{commit=\"1a2b3c4\",version=\"" MLOS_VERSION_STRING "\"} 1")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_collective_calls_total" + who + " 10")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_collective_bytes_total" + who + " 4096")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_collective_seconds_total" + who + " 1.5")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_checkpoint_saves_total" + who + " 2")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_checkpoint_bytes_total" + who + " 1048576")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_checkpoint_seconds_total" + who + " 0.25")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_info{exclusive=\"true\",job_id=\"5\",label=\"train.py\","
+                          "pod_uid=\"0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b\",slurm_job_id=\"\",uid=\"1000\"} 1")) << t;
+  // An info series that changes replaces the old one.
+  s.exclusive = false;
+  m.update({s});
+  EXPECT_EQ(m.text().find("exclusive=\"true\""), std::string::npos) << m.text();
 }
 
 TEST(JobMetricsTest, TotalsAdvanceJobsComeAndGoAndRestartsStartFresh) {
   JobMetrics m;
-  m.update({sample("job-3", MLOS_TRAINING_PHASE_BACKWARD, 2.5), sample("job-4", MLOS_TRAINING_PHASE_IDLE, 1)});
-  m.update({sample("job-3", MLOS_TRAINING_PHASE_FORWARD, 4.0)});
+  m.update({sample(3, MLOS_TRAINING_PHASE_BACKWARD, 2.5), sample(4, MLOS_TRAINING_PHASE_IDLE, 1)});
+  m.update({sample(3, MLOS_TRAINING_PHASE_FORWARD, 4.0)});
   std::string t = m.text();
-  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job=\"job-3\",phase=\"BACKWARD\"} 4")) << t;
-  EXPECT_TRUE(has_line(t, "mlos_job_phase{job=\"job-3\",label=\"train.py\",phase=\"FORWARD\"} 1")) << t;
-  EXPECT_EQ(t.find("job-4"), std::string::npos) << "job-4 left, so did its series";
+  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 4")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase{job_id=\"3\",label=\"train.py\",phase=\"FORWARD\",uid=\"1000\"} 1")) << t;
+  EXPECT_EQ(t.find("job_id=\"4\""), std::string::npos) << "job 4 left, so did its series";
   // Same name, totals lower: a new job, whose series start from its values.
-  m.update({sample("job-3", MLOS_TRAINING_PHASE_IDLE, 0.5)});
+  m.update({sample(3, MLOS_TRAINING_PHASE_IDLE, 0.5)});
   t = m.text();
-  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job=\"job-3\",phase=\"BACKWARD\"} 0.5")) << t;
+  EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 0.5")) << t;
 }
 
 TEST(JobMetricsTest, PromtoolAcceptsTheOutput) {
@@ -63,7 +102,7 @@ TEST(JobMetricsTest, PromtoolAcceptsTheOutput) {
   if (which) pclose(which);
   if (!found) GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh installs it)";
   JobMetrics m;
-  m.update({sample("job-3", MLOS_TRAINING_PHASE_BACKWARD, 2.5), sample("job-9", MLOS_TRAINING_PHASE_CHECKPOINT, 0)});
+  m.update({sample(3, MLOS_TRAINING_PHASE_BACKWARD, 2.5), sample(9, MLOS_TRAINING_PHASE_CHECKPOINT, 0)});
   const std::string file = testing::TempDir() + "/mlos_metrics.prom";
   std::ofstream(file) << m.text();
   FILE* check = popen(("promtool check metrics < " + file + " 2>&1").c_str(), "r");

@@ -16,17 +16,22 @@
 #include <memory>
 #include <optional>
 #include <vector>
-#include <prometheus/exposer.h>
 
+#include "daemon/config_reload.h"
 #include "daemon/confinement.h"
 #include "daemon/control_server.h"
 #include "daemon/daemon_config.h"
+#include "daemon/event_log.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
 #include "daemon/ledger_follower.h"
+#include "daemon/metrics_endpoint.h"
 #include "mlos/log.h"
+#include "build_commit.h"
 #include "mlos/version.h"
 #include "os/hwloc_topology.h"
+#include "os/journal_log.h"
+#include "os/service_notify.h"
 #include "os/cgroup/checked_attach.h"
 #include "os/durable_file.h"
 #include "os/kernel.h"
@@ -66,7 +71,7 @@ mlos::policy::PolicyHostsOptions policy_hosts_options(const d::DaemonConfig& c) 
 }
 
 int fail(const std::string& what) {
-  std::cerr << "mlosd: " << what << "\n";
+  d::log_event(MLOS_LOG_ERROR, what, {{"MLOS_EVENT", "failed"}});
   return kExitFailure;
 }
 
@@ -146,13 +151,73 @@ Result<mlos::ProcessId> peer_process(const os::PeerCredentials& peer) {
   return *id;
 }
 
-// mlosd's own messages and the library's (the library never prints on its
-// own) go to stderr, which systemd hands to the journal. Writes are
-// unbuffered and bounded by the message: a full pipe could block the loop,
-// so stderr is never a pipe nobody reads in the unit.
-void log_to_stderr(mlos_log_level_t level, const char* message, void* /*user_data*/) {
-  static const char* const names[] = {"error", "warning", "info", "debug"};
-  std::fprintf(stderr, "mlosd: %s: %s\n", names[level >= 0 && level <= 3 ? level : 0], message);
+// The most detailed level logged: MLOS_LOG_LEVEL (error, warn, info,
+// debug; debug adds every phase change), info by default.
+mlos_log_level_t log_level() {
+  const char* v = std::getenv("MLOS_LOG_LEVEL");
+  const std::string level = v == nullptr ? "" : v;
+  if (level == "error") return MLOS_LOG_ERROR;
+  if (level == "warn") return MLOS_LOG_WARN;
+  if (level == "debug") return MLOS_LOG_DEBUG;
+  return MLOS_LOG_INFO;
+}
+
+// mlosd's own events and the library's messages (the library never prints
+// on its own) go to the journal, with priorities and fields, or to stderr
+// (config "log"). Each message is one write, bounded by its size.
+void start_logging(const std::string& mode) {
+  const bool journal = mode == "journal" || (mode == "auto" && os::stderr_is_journal_stream());
+  auto out = std::make_shared<os::JournalLog>("mlosd", journal);
+  const mlos_log_level_t max = log_level();
+  d::set_event_sink([out, max](mlos_log_level_t level, const std::string& message, const d::LogFields& fields) {
+    if (level <= max) out->write(level, message, fields);
+  });
+  mlos_set_log_handler([](mlos_log_level_t level, const char* message, void*) { d::log_event(level, message); },
+                       max, nullptr);
+}
+
+// The config as a start would load it: the file (if any) under the
+// command line's flags.
+Result<d::DaemonConfig> load_config(const std::string& path, const nlohmann::json& flags) {
+  d::DaemonConfig config;
+  if (!path.empty()) {
+    auto c = d::DaemonConfig::from_file(path);
+    if (!c) return c.error();
+    config = std::move(*c);
+  }
+  if (Status s = config.merge(flags); !s) return s.error();
+  return config;
+}
+
+// SIGHUP: the file is read and validated again; a config that fails
+// changes nothing. Of a valid one, what a running mlosd can change applies
+// now (daemon/config_reload.h), and what needs a restart is named.
+void reload(const std::string& path, const nlohmann::json& flags, d::DaemonConfig& config, d::JobManager& jobs,
+            const os::ServiceNotifier& notifier) {
+  notifier.reloading();
+  auto fresh = load_config(path, flags);
+  if (!fresh) {
+    const std::string why = "reload refused, the running config is kept: " + fresh.error().message;
+    d::log_event(MLOS_LOG_ERROR, why, {{"MLOS_EVENT", "reload-refused"}});
+    notifier.ready(why);
+    return;
+  }
+  d::ReloadPlan plan = d::plan_reload(config, *fresh);
+  config = plan.next;
+  jobs.reconfigure({config.quotas, config.memory_thresholds, config.stay_in_cgroups,
+                    [group = config.confine_group](uint32_t uid) { return may_confine(group, uid); },
+                    config.policies.defaults});
+  auto names = [](const std::vector<std::string>& keys) {
+    std::string out;
+    for (const std::string& k : keys) out += (out.empty() ? "" : ", ") + k;
+    return out.empty() ? std::string("none") : out;
+  };
+  std::string what = "reloaded " + (path.empty() ? std::string("(no config file)") : path) +
+                     "; changed: " + names(plan.applied);
+  if (!plan.need_restart.empty()) what += "; kept until a restart: " + names(plan.need_restart);
+  d::log_event(plan.need_restart.empty() ? MLOS_LOG_INFO : MLOS_LOG_WARN, what,
+               {{"MLOS_EVENT", "reloaded"}, {"CHANGED", names(plan.applied)}, {"NEED_RESTART", names(plan.need_restart)}});
+  notifier.ready(what);
 }
 
 // The job whose cgroup `pid` sits in: its cpuset (v1) or unified (v2)
@@ -229,11 +294,11 @@ int main(int argc, char** argv) {
   CLI::App app{"mlosd: the mlOS node daemon (mlOS " MLOS_VERSION_STRING
                "). Grants CPUs to training jobs over a Unix socket, gives each job a cgroup, turns their phases "
                "into CPU weights, and serves Prometheus metrics."};
-  app.set_version_flag("--version", MLOS_VERSION_STRING);
+  app.set_version_flag("--version", "mlosd " MLOS_VERSION_STRING " (commit " MLOS_BUILD_COMMIT ")");
   std::string config_path;
   bool check_config = false, quarantine = false;
   std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir, confine;
-  std::string policy_dir, policy_host;
+  std::string policy_dir, policy_host, log_target;
   int sample_ms = 0;
   app.add_option("-c,--config", config_path, "JSON config file (keys in docs/daemon.md); flags override it");
   app.add_flag("--check-config", check_config,
@@ -250,6 +315,8 @@ int main(int argc, char** argv) {
   app.add_option("--policy-dir", policy_dir, "Directory of policy modules (config policies.dir; docs/policies.md)");
   app.add_option("--policy-host", policy_host, "The mlos-policyhost binary (config policies.host)");
   app.add_option("--cgroup-base", cgroup_base, "cgroup under which jobs get theirs (default mlos)");
+  app.add_option("--log", log_target,
+                 "Where messages go: auto | journal | stderr (default auto: the journal when started by systemd)");
   app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics (default 127.0.0.1:9464; '' off)");
   app.add_option("--metrics-textfile", metrics_textfile, "Also write metrics to this file (node_exporter textfile)");
   app.add_option("--sample-interval-ms", sample_ms, "How often phase pages and owners are checked (default 100)");
@@ -265,15 +332,6 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
-  d::DaemonConfig config;
-  if (!config_path.empty()) {
-    auto c = d::DaemonConfig::from_file(config_path);
-    if (!c) {
-      std::cerr << "mlosd: " << c.error().describe() << "\n";
-      return kExitUsage;
-    }
-    config = std::move(*c);
-  }
   nlohmann::json flags = nlohmann::json::object();
   if (!socket.empty()) flags["socket"] = socket;
   if (!state_dir.empty()) flags["state_dir"] = state_dir;
@@ -286,10 +344,14 @@ int main(int argc, char** argv) {
   if (sample_ms != 0) flags["sample_interval_ms"] = sample_ms;
   if (!policy_dir.empty()) flags["policies"]["dir"] = policy_dir;
   if (!policy_host.empty()) flags["policies"]["host"] = policy_host;
-  if (Status s = config.merge(flags); !s) {
-    std::cerr << "mlosd: " << s.error().describe() << "\n";
+  if (!log_target.empty()) flags["log"] = log_target;
+  auto loaded = load_config(config_path, flags);
+  if (!loaded) {
+    std::cerr << "mlosd: " << loaded.error().message << "\n";
     return kExitUsage;
   }
+  d::DaemonConfig config = std::move(*loaded);
+  if (!check_config) start_logging(config.log);
   auto driver = cgroup_driver(config);
   if (check_config) {
     nlohmann::json out = config.to_json();
@@ -299,8 +361,8 @@ int main(int argc, char** argv) {
   }
   if (!driver) return fail(driver.error().describe());
 
-  mlos_set_log_handler(log_to_stderr, MLOS_LOG_INFO, nullptr);
-  // SIGTERM and SIGINT are read from a signalfd by the event loop: blocked
+  os::ServiceNotifier notifier = os::ServiceNotifier::from_environment();
+  // SIGTERM, SIGINT and SIGHUP are read from a signalfd by the event loop: blocked
   // here, before any thread starts (the metrics server's), so that every
   // thread inherits the mask and none takes the default action (death
   // without the clean stop).
@@ -308,6 +370,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);  // reload, read from the same signalfd
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   raise_fd_limit();
   if (mkdir(config.state_dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -341,7 +404,7 @@ int main(int argc, char** argv) {
   if (confinement) {
     auto left = confinement->load();
     if (!left) return fail(left.error().describe() + " (move it aside to start without it)");
-    for (const auto& line : *left) std::cerr << "mlosd: " << line << "\n";
+    for (const auto& line : *left) d::log_event(MLOS_LOG_INFO, line);
     *allowed = *allowed | confinement->withheld();
   }
 
@@ -407,8 +470,8 @@ int main(int argc, char** argv) {
         return fail("cannot move " + file + " aside");
       }
     }
-    std::cerr << "mlosd: moved the corrupt registry to " << state->path() + suffix << " (and its journal to "
-              << state->journal_path() + suffix << "); starting with no jobs\n";
+    d::log_event(MLOS_LOG_WARN, "moved the corrupt registry to " + state->path() + suffix + " (and its journal to " +
+                                    state->journal_path() + suffix + "); starting with no jobs");
     report = jobs.recover();
   }
   if (!report) {
@@ -421,23 +484,14 @@ int main(int argc, char** argv) {
     }
     return fail("cannot recover the job registry: " + report.error().describe());
   }
-  for (const auto& line : *report) std::cerr << "mlosd: " << line << "\n";
+  for (const auto& line : *report) d::log_event(MLOS_LOG_INFO, line, {{"MLOS_EVENT", "recovered"}});
 
-  d::JobMetrics metrics;
-  std::unique_ptr<prometheus::Exposer> exposer;
+  d::JobMetrics metrics(MLOS_BUILD_COMMIT);
+  std::unique_ptr<d::MetricsEndpoint> endpoint;
   if (!config.metrics_listen.empty()) {
-    try {
-      // civetweb's defaults (2 workers here, 30 s read timeout) let eight
-      // half-open connections hold the endpoint: more workers than a
-      // scraper needs, and a short read timeout, so silent connections are
-      // dropped within 2 s.
-      exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-          "listening_ports", config.metrics_listen, "num_threads", "16", "request_timeout_ms", "2000",
-          "keep_alive_timeout_ms", "2000"});
-      exposer->RegisterCollectable(metrics.registry());
-    } catch (const std::exception& e) {
-      return fail("cannot serve metrics on " + config.metrics_listen + ": " + e.what());
-    }
+    auto started = d::MetricsEndpoint::start(config.metrics_listen, [&metrics] { return metrics.text(); });
+    if (!started) return fail(started.error().message);
+    endpoint = std::move(*started);
   }
   nlohmann::json info{{"version", MLOS_VERSION_STRING},
                       {"pid", getpid()},
@@ -446,14 +500,24 @@ int main(int argc, char** argv) {
                       {"state_file", state->path()},
                       {"cgroups", jobs.cgroup_version()},
                       {"metrics_listen", config.metrics_listen}};
-  if (exposer) {
-    auto ports = exposer->GetListeningPorts();
-    if (!ports.empty()) info["metrics_port"] = ports.front();
+  std::string metrics_url;
+  if (endpoint) {
+    // The port it listens on, not the one asked for: "127.0.0.1:0" picks one.
+    info["metrics_port"] = endpoint->port();
+    const std::string host = config.metrics_listen.substr(0, config.metrics_listen.rfind(':'));
+    metrics_url = "http://" + (host.empty() ? std::string("0.0.0.0") : host) + ":" +
+                  std::to_string(endpoint->port()) + "/metrics";
   }
   d::ControlServer server(config, jobs, metrics, info);
   if (Status s = server.listen(); !s) return fail(s.error().describe());
-  std::cerr << "mlosd: ready on " << config.socket << " (cgroups " << jobs.cgroup_version()
-            << (exposer ? ", metrics on http://" + config.metrics_listen + "/metrics" : std::string()) << ")\n";
+  server.set_hooks({[&] { reload(config_path, flags, config, jobs, notifier); },
+                    [&notifier] { notifier.keep_alive(monotonic_ns() / 1000); },
+                    [&notifier](const std::string& why) { notifier.stopping(why); }});
+  const std::string ready = "ready on " + config.socket + " (cgroups " + jobs.cgroup_version() +
+                            (metrics_url.empty() ? std::string() : ", metrics on " + metrics_url) + "; " +
+                            std::to_string(jobs.samples().size()) + " jobs)";
+  d::log_event(MLOS_LOG_INFO, ready, {{"MLOS_EVENT", "ready"}});
+  notifier.ready(ready);
   if (Status s = server.run(); !s) return fail(s.error().describe());
   return 0;
 }

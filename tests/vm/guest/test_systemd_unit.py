@@ -4,7 +4,9 @@ do its work), `systemctl restart` keeps a running job with its CPUs and
 the new mlosd adopts it, `systemctl stop` leaves it running (KillMode),
 an exclusive job keeps systemd's own slices off its CPUs through cgroup v2
 cpusets (node confinement), still after a restart, and a mlosd started
-after the job ended while it was down gives them their CPUs back."""
+after the job ended while it was down gives them their CPUs back. Type=notify
+readiness and status, the watchdog, journald's fields, and `systemctl
+reload` with a good and a bad config, for real."""
 import json
 import os
 import re
@@ -30,8 +32,8 @@ def systemctl(*args, check=True):
 
 
 def active():
-    """Active and answering: Type=simple says active once mlosd was
-    started, before its socket listens."""
+    """Active and answering (Type=notify: active once mlosd said READY=1,
+    after its socket listens; checked by answering too)."""
     if systemctl("is-active", "mlosd", check=False).stdout.strip() != "active":
         return False
     return run([MLOS, "status", "--source", "daemon"], check=False).returncode == 0
@@ -111,3 +113,45 @@ def test_the_unit_starts_restarts_and_stops_without_touching_a_running_job(mlosd
     for s in SLICES:
         assert wait_for(lambda: slice_cpus(s) == before[s], timeout=20), (s, slice_cpus(s), before[s], status())
     assert status()["jobs"] == []
+
+
+def show(prop):
+    return systemctl("show", "mlosd", "-p", prop, "--value").stdout.strip()
+
+
+def journal(*match):
+    r = run(["journalctl", "-u", "mlosd", "--no-pager", "-o", "json", *match], check=False)
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def test_notify_readiness_watchdog_journal_fields_and_reload(mlosd_unit):
+    # Type=notify with its status line, and the watchdog armed.
+    assert show("Type") == "notify"
+    assert "ready on /run/mlos/mlosd.sock" in show("StatusText"), show("StatusText")
+    assert show("WatchdogUSec") not in ("", "0", "infinity"), show("WatchdogUSec")
+    main_pid = show("MainPID")
+    # Events reach the journal through the native protocol, with fields.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLOS_")}
+    env["MLOS_MODE"] = "daemon"
+    run([MLOS, "run", "--cpus", "1", "--no-tune", "--label", "journaled", "--", "true"], env=env)
+    granted = wait_for(lambda: [e for e in journal("MLOS_EVENT=granted") if e.get("LABEL") == "journaled"], timeout=30)
+    assert granted, run(["journalctl", "-u", "mlosd", "--no-pager", "-o", "verbose"], check=False).stdout
+    g = granted[-1]
+    assert g["PRIORITY"] == "6" and g["SYSLOG_IDENTIFIER"] == "mlosd" and g["JOB_ID"] and g["UID"] == "0", g
+    ended = wait_for(lambda: [e for e in journal("MLOS_EVENT=ended", f"JOB_ID={g['JOB_ID']}")], timeout=30)
+    assert ended, journal()
+    # A good reload: applied, same process, still ready.
+    config = json.loads(CONFIG.read_text())
+    config.setdefault("policies", {})["defaults"] = ["thread-governor"]
+    CONFIG.write_text("// reloaded by the VM test\n" + json.dumps(config))
+    systemctl("reload", "mlosd")
+    assert wait_for(lambda: "changed: policies.defaults" in show("StatusText"), timeout=30), show("StatusText")
+    assert show("MainPID") == main_pid and show("ActiveState") == "active"
+    assert [e for e in journal("MLOS_EVENT=reloaded")], journal()
+    # A bad one: refused whole, at priority err, and mlosd keeps running.
+    CONFIG.write_text('{"policies": {"defaults": [}}')
+    systemctl("reload", "mlosd", check=False)
+    assert wait_for(lambda: "reload refused" in show("StatusText"), timeout=30), show("StatusText")
+    refused = journal("MLOS_EVENT=reload-refused")
+    assert refused and refused[-1]["PRIORITY"] == "3" and f"{CONFIG}:1:" in refused[-1]["MESSAGE"], refused
+    assert show("MainPID") == main_pid and active()
