@@ -8,5 +8,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 venv="${MLOS_VENV:-/opt/mlos/venv}"
-CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
+# From the checkout (pyproject.toml at the root), with ImageLoader's helper,
+# which the released wheel leaves out (docs/python.md, "Installing").
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation \
+  -Ccmake.define.MLOS_BUILD_DATALOAD=ON .
 exec "$venv/bin/python" bench/suite/run.py "$@"

@@ -6,30 +6,36 @@ The published shapes::
     res = mlos_training.request_resources(num_cpus=4, memory_bytes=8 << 30,
                                           numa_preference=-1, exclusive_cpus=True)
     mlos_training.bind_current_thread(res)
-    mlos_training.set_phase(res, mlos_training.PHASE_FORWARD)
+    mlos_training.set_phase(res, mlos_training.PHASE_FORWARD)   # or Phase.FORWARD, or "forward"
     mlos_training.release_resources(res)
 
 Every function calls libmlos's C API (shipped inside this package); a
-negative result code becomes MLOSError carrying the code and the library's
-own message. See docs/python.md.
+negative result code becomes MLOSError (the subclass of its family, e.g.
+MLOSPermissionError) carrying the code and the library's own message. See
+docs/python.md.
 """
 import atexit
 import json
+import os
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 from . import _core
-from .errors import CODES, MLOSError, c_integer, check, fs_path, invalid_argument
+from .enums import Phase, PhaseLike, ReduceOp, phase_value
+from .errors import (CODES, MLOSConnectionError, MLOSCorruptError, MLOSError, MLOSInvalidArgumentError,
+                     MLOSNotFoundError, MLOSPermissionError, MLOSPolicyError, MLOSResourceError, MLOSSystemError,
+                     MLOSTimeoutError, MLOSUnsupportedError, c_integer, check, fs_path, invalid_argument)
 
-__version__ = _core.VERSION
+__version__: str = _core.VERSION
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1  # the C API's int fields
 
-PHASE_IDLE = 0
-PHASE_DATA_LOADING = 1
-PHASE_FORWARD = 2
-PHASE_BACKWARD = 3
-PHASE_OPTIMIZER = 4
-PHASE_CHECKPOINT = 5
-PHASE_NAMES = tuple(_core.phase_name(p) for p in range(_core.PHASE_COUNT))
+PHASE_IDLE = Phase.IDLE
+PHASE_DATA_LOADING = Phase.DATA_LOADING
+PHASE_FORWARD = Phase.FORWARD
+PHASE_BACKWARD = Phase.BACKWARD
+PHASE_OPTIMIZER = Phase.OPTIMIZER
+PHASE_CHECKPOINT = Phase.CHECKPOINT
+PHASE_NAMES: Tuple[str, ...] = tuple(_core.phase_name(p) for p in range(_core.PHASE_COUNT))
 
 # Memory-pressure levels (mlos_memory_pressure_level_t).
 MEMORY_NORMAL = 0
@@ -37,11 +43,11 @@ MEMORY_MODERATE = 1
 MEMORY_CRITICAL = 2
 
 # Reduction operators of barrier/all-reduce (mlos_reduce_op_t).
-SUM = 0
-PROD = 1
-MIN = 2
-MAX = 3
-AVG = 4
+SUM = ReduceOp.SUM
+PROD = ReduceOp.PROD
+MIN = ReduceOp.MIN
+MAX = ReduceOp.MAX
+AVG = ReduceOp.AVG
 
 
 class Resources:
@@ -50,46 +56,46 @@ class Resources:
 
     __slots__ = ("_handle", "_callbacks", "_buffers", "_registered", "_closers", "__weakref__")
 
-    def __init__(self, handle):
+    def __init__(self, handle: int) -> None:
         self._handle = handle
-        self._callbacks = []
-        self._buffers = set()  # LockedBuffers not yet freed
-        self._registered = {}  # address -> storage of registered tensors (kept alive)
-        self._closers = []  # run before release: writers whose saves use this allocation's memory
+        self._callbacks: List[Callable[[int, Dict[str, Any]], object]] = []
+        self._buffers: Set[Any] = set()  # LockedBuffers not yet freed
+        self._registered: Dict[int, Any] = {}  # address -> storage of registered tensors (kept alive)
+        self._closers: List[Callable[[], object]] = []  # run before release: writers whose saves use this allocation's memory
         _live.add(self)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """The C handle as an integer (0 once released)."""
         return self._handle
 
     @property
-    def cpus(self):
+    def cpus(self) -> List[int]:
         """The allocation's CPU OS indices."""
         rc, cpus = _core.get_cpus(self._handle)
         check(rc)
         return cpus
 
     @property
-    def recommended_threads(self):
+    def recommended_threads(self) -> int:
         """Intra-op thread count for this allocation (its physical cores)."""
         return check(_core.recommended_threads(self._handle))
 
-    def phase_profile(self):
+    def phase_profile(self) -> Dict[str, Any]:
         """Seconds and entries per phase, plus communication time, calls and
         bytes of the collectives run on this allocation."""
         rc, prof = _core.phase_profile(self._handle)
         check(rc)
         return prof
 
-    def placement(self):
+    def placement(self) -> Dict[str, Any]:
         """CPUs granted, NUMA node(s), exclusivity, recommended threads,
         memory, current phase, degraded effects, claim id, bound threads."""
         rc, placement = _core.placement(self._handle)
         check(rc)
         return placement
 
-    def register_memory_callback(self, fn):
+    def register_memory_callback(self, fn: Callable[[int, Dict[str, Any]], object]) -> None:
         """Calls fn(level, info) on each memory-pressure level change (and
         at once if the level is not NORMAL now), on the library's watcher
         thread. level: MEMORY_NORMAL, MEMORY_MODERATE, MEMORY_CRITICAL;
@@ -102,12 +108,12 @@ class Resources:
         check(_core.register_memory_callback(self._handle, fn))
         self._callbacks.append(fn)
 
-    def unregister_memory_callback(self, fn):
+    def unregister_memory_callback(self, fn: Callable[[int, Dict[str, Any]], object]) -> None:
         """After this returns, fn is not running and will not be called."""
         check(_core.unregister_memory_callback(self._handle, fn))
         self._callbacks.remove(fn)
 
-    def memory_pressure(self):
+    def memory_pressure(self) -> Dict[str, Any]:
         """The current level and figures, as the callbacks get them."""
         rc, info = _core.memory_pressure(self._handle)
         check(rc)
@@ -141,7 +147,7 @@ class Resources:
         from .pinned import unregister_buffer
         unregister_buffer(self, tensor)
 
-    def request_policy(self, name, config=None):
+    def request_policy(self, name: str, config: "Dict[str, Any] | None" = None) -> None:
         """Attaches policy module `name` to this allocation's job, with
         `config` (a dict, sent as a JSON object; None: {}). Served by mlosd,
         or in embedded mode by a policy host libmlos starts (see
@@ -165,14 +171,14 @@ class Resources:
             raise invalid_argument(f"config of policy {name!r} is not JSON: {e}") from None
         check(_core.request_policy(self._handle, name, text))
 
-    def release_policy(self, name):
+    def release_policy(self, name: str) -> None:
         """Detaches policy `name`; what it set is taken back. Raises
         MLOSError: NOT_FOUND (the job does not use it), UNSUPPORTED (no
         policy host), INVALID_ARGUMENT (name empty or with a NUL byte)."""
         check(_core.release_policy(self._handle, _policy_name(name)))
 
     @property
-    def advice(self):
+    def advice(self) -> Dict[str, Any]:
         """What the job's policies advise now (one round trip to mlosd, or
         to libmlos's policy thread in embedded mode):
         {"threads": intra-op threads to use, "threads_advised": True when a
@@ -184,27 +190,27 @@ class Resources:
         check(rc)
         return advice
 
-    def notes(self):
+    def notes(self) -> str:
         """Why effects were degraded: "effect: reason" lines (e.g. memlock)."""
         rc, text = _core.notes(self._handle)
         check(rc)
         return text
 
-    def __enter__(self):
+    def __enter__(self) -> "Resources":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self._handle:
             release_resources(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<mlos_training.Resources handle={self._handle:#x}>" if self._handle else "<Resources released>"
 
 
 # Allocations not yet released (kept alive until then): their memory
 # callbacks are unregistered at interpreter exit, so the watcher thread
 # never calls into a finalising interpreter.
-_live = set()
+_live: "Set[Resources]" = set()
 
 
 @atexit.register
@@ -225,7 +231,8 @@ def _policy_name(name):
     return name
 
 
-def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_cpus=True, priority=0):
+def request_resources(num_cpus: int = 1, memory_bytes: int = 0, numa_preference: int = -1, exclusive_cpus: bool = True,
+                      priority: int = 0) -> Resources:
     """Claims `num_cpus` CPUs (and checks `memory_bytes` can be had) on the
     best-fitting NUMA node, or on `numa_preference`. Raises MLOSError
     (e.g. INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY; INVALID_ARGUMENT
@@ -238,7 +245,7 @@ def request_resources(num_cpus=1, memory_bytes=0, numa_preference=-1, exclusive_
     return Resources(handle)
 
 
-def allowed_cpus():
+def allowed_cpus() -> Tuple[List[int], int]:
     """(cpus, recommended_threads): the CPUs this process's requests are
     placed in and the physical cores they cover. In a local rank started
     inside `mlos run` (torchrun sets LOCAL_RANK, LOCAL_WORLD_SIZE), the
@@ -251,7 +258,7 @@ def allowed_cpus():
     return cpus, threads
 
 
-def release_resources(res):
+def release_resources(res: Resources) -> None:
     """Releases the allocation: threads unbound, claim dropped, collective
     group closed. Releasing twice raises MLOSError(INVALID_HANDLE)."""
     if not res.handle:
@@ -271,27 +278,31 @@ def release_resources(res):
     check(rc)
 
 
-def bind_current_thread(res, cpu_index=-1):
+def bind_current_thread(res: Resources, cpu_index: int = -1) -> None:
     """Pins the calling thread to the allocation (-1: all its CPUs, else
     its cpu_index-th CPU) and applies the current phase's settings to it."""
     check(_core.bind_current_thread(res.handle, int(cpu_index)))
 
 
-def set_phase(res, phase):
-    """Enters `phase` (PHASE_*): timed in the phase profile, and applied to
-    the bound threads (nice, I/O priority, buffer locking)."""
-    check(_core.set_phase(res.handle, int(phase)))
+def set_phase(res: Resources, phase: PhaseLike) -> None:
+    """Enters `phase` (a Phase, PHASE_*, its int, or its name: "FORWARD",
+    "forward"): timed in the phase profile, and applied to the bound
+    threads (nice, I/O priority, buffer locking). An unknown name or value
+    raises MLOSInvalidArgumentError listing the phases."""
+    check(_core.set_phase(res.handle, c_integer("phase", phase_value(phase), _INT_MIN, _INT_MAX)))
 
 
 __all__ = [
-    "MLOSError", "Resources", "allowed_cpus", "request_resources", "release_resources", "bind_current_thread", "set_phase",
+    "MLOSError", "MLOSInvalidArgumentError", "MLOSPermissionError", "MLOSUnsupportedError", "MLOSResourceError",
+    "MLOSTimeoutError", "MLOSConnectionError", "MLOSCorruptError", "MLOSSystemError", "MLOSNotFoundError",
+    "MLOSPolicyError", "Phase", "ReduceOp", "Resources", "allowed_cpus", "request_resources", "release_resources", "bind_current_thread", "set_phase",
     "PHASE_IDLE", "PHASE_DATA_LOADING", "PHASE_FORWARD", "PHASE_BACKWARD", "PHASE_OPTIMIZER", "PHASE_CHECKPOINT",
     "PHASE_NAMES", "SUM", "PROD", "MIN", "MAX", "AVG", "MEMORY_NORMAL", "MEMORY_MODERATE", "MEMORY_CRITICAL",
     "MLOSTrainingContext", "write_file_atomic",
 ]
 
 
-def write_file_atomic(path, data):
+def write_file_atomic(path: "str | bytes | os.PathLike[str] | os.PathLike[bytes]", data: Any) -> None:
     """Replaces the file `path` with the bytes of `data` (any buffer) so
     that a crash leaves the old file or the new one, never a torn one
     (temporary, fdatasync, rename, directory fsync). `path`: str, bytes or

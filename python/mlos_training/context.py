@@ -17,6 +17,7 @@ import threading
 
 from . import (PHASE_FORWARD, PHASE_IDLE, _core, bind_current_thread, release_resources, request_resources,
                set_phase)
+from .enums import Phase, phase_value
 from .errors import MLOSError, c_integer, invalid_argument
 from .thread_advice import AdvisedThreads
 
@@ -158,8 +159,10 @@ class MLOSTrainingContext:
     def set_phase(self, phase):
         """Enters `phase` for this allocation's bound threads. At FORWARD,
         in the thread that entered the context, torch's pool may be resized
-        to the advised size (between operators, where that is safe)."""
+        to the advised size (between operators, where that is safe).
+        `phase`: a Phase, its int or its name, as set_phase takes it."""
         set_phase(self.resources, phase)
+        phase = Phase(phase_value(phase))  # the library took it, so it is a phase
         self.phase = phase
         if phase == PHASE_FORWARD and self.governor is not None and threading.get_ident() == self._thread:
             threads = self.governor.poll()

@@ -37,11 +37,15 @@ import torch
 
 from . import PHASE_DATA_LOADING, _core
 from .context import current
-from .errors import MLOSError, c_integer, check, invalid_argument
+from .errors import CODES, MLOSError, c_integer, check, invalid_argument
 
 _TRANSFORMS = {"train": 0, "val": 1}
 _LAYOUTS = {"float": 0, "uint8_chw": 1, "uint8_hwc": 2}
 _U32 = 2**32 - 1
+_NO_HELPER = ("; ImageLoader needs the mlos-dataload helper, which the mlos-training wheel does not ship "
+              "(it links OpenCV); install mlOS from source (cmake --install, or "
+              "pip install . -Ccmake.define.MLOS_BUILD_DATALOAD=ON) or point MLOS_DATALOAD_HELPER at one, "
+              "or use mlos_training.pytorch.MLOSDataLoader")
 
 
 def _distributed_defaults():
@@ -108,6 +112,10 @@ class ImageLoader:
             c_integer("seed", seed, 0, 2**64 - 1), c_integer("rank", rank, 0, _U32),
             c_integer("world_size", world_size, 1, _U32), flags, c_integer("workers", workers, 0, _U32),
             c_integer("prefetch", prefetch, 0, _U32))
+        if rc == CODES["UNSUPPORTED"] and "no mlos-dataload" in _core.last_error_message():
+            # The PyPI wheel leaves the helper out (it would vendor OpenCV):
+            # say so, not only where the library looked.
+            raise MLOSError(rc, _core.last_error_message() + _NO_HELPER)
         check(rc)
         self._loader = loader
         rc, self._info = loader.info()

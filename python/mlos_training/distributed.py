@@ -25,12 +25,13 @@ call again (the library then creates a new group) or exit.
 import datetime
 import os
 
-from . import AVG, MAX, MIN, PROD, SUM, _core, release_resources, request_resources
+from . import SUM, _core, release_resources, request_resources
+from .enums import ReduceOp, member_by_name
 from .errors import CODES, MLOSError, check
 
 # mlos_dtype_t values.
 _DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4, "int64": 5}
-_OPS_BY_NAME = {"SUM": SUM, "PRODUCT": PROD, "PROD": PROD, "MIN": MIN, "MAX": MAX, "AVG": AVG}
+_OP_ALIASES = {"PRODUCT": "PROD"}  # torch.distributed.ReduceOp's name for it
 
 
 class TorchStoreAdapter:
@@ -114,8 +115,9 @@ class MLOSProcessGroup:
     def all_reduce(self, tensor, op=SUM):
         """Reduces `tensor` in place across the ranks (every rank gets the
         result) and returns it. tensor: a CPU torch.Tensor or a numpy array
-        of float32/float64/float16/bfloat16/int32/int64; op: SUM, PROD, MIN,
-        MAX, AVG (or torch.distributed.ReduceOp.SUM/PRODUCT/MIN/MAX/AVG).
+        of float32/float64/float16/bfloat16/int32/int64; op: a ReduceOp (SUM,
+        PROD, MIN, MAX, AVG), its int, its name in any case ("avg"), or
+        torch.distributed.ReduceOp.SUM/PRODUCT/MIN/MAX/AVG.
         A non-contiguous tensor is reduced through a contiguous copy."""
         op = _op_code(op)
         if hasattr(tensor, "is_cuda"):
@@ -166,10 +168,11 @@ class MLOSProcessGroup:
 
 
 def _op_code(op):
-    """Our constants, or torch's ReduceOp by name (its numbering differs)."""
-    if type(op) is int and SUM <= op <= AVG:
-        return op
+    """A ReduceOp, its int or name, or torch's ReduceOp by name (its
+    numbering differs); else MLOSInvalidArgumentError listing the names."""
+    if isinstance(op, int) and not isinstance(op, bool) and op in ReduceOp._value2member_map_:
+        return ReduceOp(op)
+    if isinstance(op, str):
+        return member_by_name(ReduceOp, "reduction", op, _OP_ALIASES)
     name = getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
-    if name in _OPS_BY_NAME:
-        return _OPS_BY_NAME[name]
-    raise MLOSError(CODES["INVALID_ARGUMENT"], f"unknown reduction {op!r}")
+    return member_by_name(ReduceOp, "reduction", str(name), _OP_ALIASES)

@@ -1,4 +1,4 @@
-"""Tests of the installed mlos_training package (pip install ./python).
+"""Tests of the installed mlos_training package (scripts/test_wheel.sh builds the wheel).
 
 Run with the interpreter the package is installed in (scripts/test.sh uses
 /opt/mlos/venv). Every test gets its own MLOS_RUNTIME_DIR, MLOS_TUNE_DIR and the embedded
@@ -31,6 +31,9 @@ def clean_env(tmp_path, **extra):
     runtime.mkdir(exist_ok=True)
     env.update(MLOS_RUNTIME_DIR=str(runtime), MLOS_TUNE_DIR=str(tmp_path / "tune"), MLOS_MODE="embedded",
                MLOS_COLLECTIVE_HOST="127.0.0.1")
+    helper = Path(os.environ.get("MLOS_BUILD_DIR") or REPO / "build") / "bin" / "mlos-dataload"
+    if helper.exists():  # the wheel does not ship ImageLoader's helper (docs/python.md, "Installing")
+        env["MLOS_DATALOAD_HELPER"] = str(helper)
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

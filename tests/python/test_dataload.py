@@ -166,3 +166,12 @@ def test_the_reader_is_chosen_reported_and_gives_the_same_pixels(folder):
     with pytest.raises(MLOSError) as e:
         ImageLoader(folder, reader="mmap")
     assert e.value.code == CODES["INVALID_ARGUMENT"]
+
+
+def test_without_a_helper_the_error_says_why(folder, monkeypatch):
+    # As in the wheel, which leaves mlos-dataload out (docs/python.md, "Installing").
+    monkeypatch.setenv("MLOS_DATALOAD_HELPER", str(folder / "no-helper"))
+    with pytest.raises(MLOSError) as e:
+        ImageLoader(folder, batch_size=2, size=16)
+    assert e.value.code == CODES["UNSUPPORTED"] and "does not ship" in str(e.value)
+    assert str(folder / "no-helper") in str(e.value) and "MLOSDataLoader" in str(e.value)
