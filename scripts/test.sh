@@ -13,13 +13,20 @@ bash scripts/build.sh
 rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
 
-# The Python package, installed the way users install it, and its tests
-# (bindings, MLOSProcessGroup next to torch.distributed and under torchrun,
-# the torch and Ultralytics integrations, the zero-code mode), then the
-# reduced YOLOv8n showcase (1 epoch, 64 px, exports checked with onnxruntime).
+# The Python package: sdist, wheel from it, auditwheel repair and a smoke
+# test in a fresh venv (scripts/test_wheel.sh); that same repaired wheel
+# installed into the venv, type-checked (py.typed, the generated _core
+# stubs), and its tests (bindings, MLOSProcessGroup next to torch.distributed
+# and under torchrun, the torch and Ultralytics integrations, the zero-code
+# mode), then the reduced YOLOv8n showcase (1 epoch, 64 px, exports checked
+# with onnxruntime). tests/monitoring: the Grafana dashboard's and the alert
+# rules' queries against the metrics mlosd exports, and the rules' own tests.
 venv="${MLOS_VENV:-/opt/mlos/venv}"
-CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install --quiet --no-build-isolation ./python
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python examples/yolo_showcase
+bash scripts/test_wheel.sh
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps build-wheel/dist/*.whl
+"$venv/bin/python" -m mypy --config-file pyproject.toml -p mlos_training
+"$venv/bin/python" -m mypy --config-file pyproject.toml tests/typing/api_usage.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python tests/monitoring examples/yolo_showcase
 # The benchmark suite's quick mode: every scenario and tool runs once, for a
 # fraction of a second (no timing is judged; scripts/bench.sh measures).
 "$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > /dev/null
