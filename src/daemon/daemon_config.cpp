@@ -89,10 +89,14 @@ Status DaemonConfig::merge(const json& c, std::string* refused_key) {
           throw std::invalid_argument("ledger_dir must be absolute or \"\"");
         }
       } else if (key == "cgroup_base") {
+        // The same rule as the lists of cgroups: "mlos/" or "a//b" would
+        // name job cgroups "mlos//job-1".
         next.cgroup_base = str(v, "cgroup_base");
-        if (next.cgroup_base.empty() || next.cgroup_base.find("..") != std::string::npos ||
-            next.cgroup_base.front() == '/') {
-          throw std::invalid_argument("cgroup_base must be a relative cgroup path without '..'");
+        const std::string& b = next.cgroup_base;
+        if (b.empty() || b.front() == '/' || b.back() == '/' || b.find("..") != std::string::npos ||
+            b.find("//") != std::string::npos || b == "." || b.rfind("./", 0) == 0 ||
+            b.find("/./") != std::string::npos) {
+          throw std::invalid_argument("cgroup_base must be a relative cgroup path without '..', '.', '//' or a trailing '/'");
         }
       } else if (key == "log") {
         next.log = str(v, "log");
@@ -103,6 +107,9 @@ Status DaemonConfig::merge(const json& c, std::string* refused_key) {
         next.metrics_listen = str(v, "metrics_listen");
       } else if (key == "metrics_textfile") {
         next.metrics_textfile = str(v, "metrics_textfile");
+        if (!next.metrics_textfile.empty() && next.metrics_textfile[0] != '/') {
+          throw std::invalid_argument("metrics_textfile must be absolute or \"\"");
+        }
       } else if (key == "sample_interval_ms") {
         next.sample_interval_ms = int_in_range(v, "sample_interval_ms", 10, 60000);
       } else if (key == "metrics_interval_ms") {

@@ -345,6 +345,14 @@ TEST_F(DaemonConfigFileTest, UnknownKeySaysWhereItIs) {
 
 TEST_F(DaemonConfigRejectTest, LogTarget) { expect_rejected({{"log", "syslog"}}, "log"); }
 
+TEST_F(DaemonConfigRejectTest, CgroupBaseThatWouldDoubleSlashesOrStayPut) {
+  for (const char* base : {"mlos/", "a//b", ".", "./mlos", "a/./b"}) expect_rejected({{"cgroup_base", base}}, "cgroup_base");
+}
+
+TEST_F(DaemonConfigRejectTest, RelativeMetricsTextfile) {
+  expect_rejected({{"metrics_textfile", "mlos.prom"}}, "metrics_textfile");
+}
+
 TEST(DaemonConfigTest, ToJsonRoundTripsThroughMerge) {
   DaemonConfig original;
   ASSERT_TRUE(original.merge(full_config()));
