@@ -515,7 +515,7 @@ int main(int argc, char** argv) {
                     [&notifier](const std::string& why) { notifier.stopping(why); }});
   const std::string ready = "ready on " + config.socket + " (cgroups " + jobs.cgroup_version() +
                             (metrics_url.empty() ? std::string() : ", metrics on " + metrics_url) + "; " +
-                            std::to_string(jobs.samples().size()) + " jobs)";
+                            std::to_string(jobs.owners().size()) + " jobs)";
   d::log_event(MLOS_LOG_INFO, ready, {{"MLOS_EVENT", "ready"}});
   notifier.ready(ready);
   if (Status s = server.run(); !s) return fail(s.error().describe());
