@@ -17,6 +17,7 @@ venv="${MLOS_VENV:-/opt/mlos/venv}"
 plat="${MLOS_WHEEL_PLAT:-manylinux_2_35_x86_64}"
 out=build-wheel
 rm -rf "$out/dist" "$out/smoke-venv"
+mkdir -p "$out"
 if [[ "${1:-}" != --reuse ]]; then
   rm -rf "$out/raw"
   start=$SECONDS
