@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Micro-benchmarks of the C API's hot paths, each next to the raw system
 // call it would otherwise cost, measured in the same run:
 //   set_phase, settings unchanged   vs  getpid() (cheapest syscall)

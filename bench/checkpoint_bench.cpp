@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoint writer benchmark (not a test): how long the training loop is
 // stalled per checkpoint, and the writer's throughput against the disk's own
 // sequential write rate, all measured in the same run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives benchmark (not a test): one rank of a barrier / all-reduce
 // sweep, through mlOS's published API or through raw Gloo, printing JSON
 // lines. bench/collectives_report.py starts the ranks (and the

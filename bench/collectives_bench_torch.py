@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """One rank of the collectives sweep through torch.distributed (backend
 "gloo", CPU float32 tensors): the torch counterpart of
 build/bin/mlos_collectives_bench (bench/collectives_bench.cpp), same

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Collectives benchmark: barrier and small all-reduce latency, large
 all-reduce bandwidth, mlOS against raw Gloo and torch.distributed (gloo
 backend), measured in the same run. A benchmark, not a test.

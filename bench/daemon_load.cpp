@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd under load, and the cost of a phase hint in daemon mode.
 //
 //   mlos_daemon_load --socket PATH [--clients 100] [--seconds 5] [--json]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """mlosd at scale, and a soak against a crowd of local users.
 
     python3 bench/daemon_scale.py [--jobs 10000] [--owners 4] [--soak-seconds 60] [--out DIR] [--quick]

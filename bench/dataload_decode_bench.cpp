@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What partial decoding saves: one ImageNet-sized JPEG (500x375, q90),
 // RandomResizedCrop(224) crops, single thread. Baseline: full decode, then
 // resize the crop. Against it: region decode at the DCT scale chosen for

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What the embedded engine's policy hosting costs and gives a training job
 alone on its machine (no mlosd): the default `thread-governor` policy, run
 by libmlos in a policy host of the job's own process (`policies`), against

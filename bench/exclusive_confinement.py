@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Exclusive that means exclusive: `mlos run --cpus n-1 --exclusive` next to
 n CPU-bound neighbours on n CPUs.
 

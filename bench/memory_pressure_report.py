@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Memory-pressure scenario, repeated: how soon callbacks come after the
 threshold is crossed, how much time they leave before the OOM killer, and
 whether the job survives, with and without mlOS.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of publishing a phase through the shared phase page (the daemon-mode
 // phase hint), next to the cheapest possible publication, one relaxed atomic
 // store, and next to a system call, measured in the same run.

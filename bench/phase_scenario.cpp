@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What phase hints buy, on their own: two jobs share one CPU. A trainer
 // computes (FORWARD, BACKWARD, OPTIMIZER steps, in a thread it creates after
 // its request, as torch creates its intra-op pool); next to it a second job

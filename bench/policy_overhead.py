@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What hosting the default policies costs: mlosd with phase-weights and
 thread-governor as policy modules (`policies`) against the same mlosd with
 policy modules off (`builtin`: its compiled-in phase table, what every job

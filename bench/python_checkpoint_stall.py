@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Python checkpoint stall: how long a training loop is blocked by one save
 of a state dict, for three ways of saving it (issue 15 point 7):
 

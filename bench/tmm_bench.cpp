@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor pool acquire/release against malloc/free of the same sizes, one
 // thread and every allowed CPU's thread, in the same run. Each round of a
 // thread acquires a buffer, writes its first byte (a buffer a training step

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tensor pool tensors against torch.empty from Python, same shapes, same
 run, repetitions interleaved, medians reported (docs/benchmarks.md,
 "Tensor memory").

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUTPUT, a header defining MLOS_BUILD_COMMIT: FORCED if set, else the
 # short commit of SOURCE_DIR's git checkout with "-dirty" when tracked files
 # differ from it (untracked files do not count), else "unknown" (no git, or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # include/mlos/version.h stays a plain source header (installed as is, read
 # by C consumers and policies without a build step), so it is checked here
 # against VERSION, the one version source: a release bumps both, and a

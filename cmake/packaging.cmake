@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages through CPack: `cpack -G DEB` in a build configured for
 # /usr (scripts/build_debs.sh does both; docs/releases.md says what each
 # package holds and how they are tested).

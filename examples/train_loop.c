@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small training loop written against the published mlOS Training
  * Workload API (plus the documented query extensions): a two-layer MLP
  * learning a synthetic regression task, with one worker thread per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds mlOS into ./build (or $MLOS_BUILD_DIR).
 # Extra arguments go to the CMake configure step.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian packages (libmlos0, libmlos-dev, mlosd, mlos and their
 # -dbgsym .ddeb files) with CPack from a /usr-prefix RelWithDebInfo build,
 # into $MLOS_DEB_BUILD_DIR/debs (default build-deb/debs). Tests are not

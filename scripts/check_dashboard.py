@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that mlOS's Grafana dashboard and Prometheus rules query metrics
 that exist.
 

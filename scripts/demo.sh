@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 1: install, build, and run the main job on the embedded
 # engine: a small training loop that shows its placement, its phases and its
 # phase profile; then `mlos` confining an unmodified program.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the fuzz targets (parsers, and mlosd's request handling) with clang + libFuzzer (and ASan/UBSan) and
 # runs each for SECONDS (default 60), adding new interesting inputs to
 # tests/fuzz/corpus/<target>/ (replayed by ctest as fuzz.<target>_corpus).

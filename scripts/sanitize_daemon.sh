@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds mlosd, the CLI, libmlos and the daemon test clients with sanitizers
 # and runs the end-to-end tests that involve mlosd (tests/e2e/test_daemon*.py,
 # the daemon-mode memory-pressure scenario, one book and node confinement)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs everything mlOS needs to build and test on Debian 12, as root.
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail

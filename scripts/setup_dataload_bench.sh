@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the data-loading benchmark (bench/dataload/) needs beyond
 # scripts/setup.sh, as root: FFmpeg 5.1's shared libraries (SPDL dlopens
 # them), fusepy (the slow-storage view) and the baseline loaders and dataset tools pinned in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the headline comparison (bench/suite/headline.py) needs beyond
 # scripts/setup.sh, as root: the anchor at its best. PyTorch's CPU launcher
 # (torch.backends.xeon.run_cpu) preloads libiomp5.so, libtcmalloc.so and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 2 (and CI): install, build, and run every test.
 #  1. the normal build: unit, integration (real kernel), strict-C header,
 #     installed-tree consumers (pkg-config, find_package) and CLI end-to-end;
@@ -8,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Every tracked source file names its licence (docs/releases.md).
+python3 scripts/add_spdx_headers.py --check
 
 bash scripts/build.sh
 rm -rf build/test-runtime

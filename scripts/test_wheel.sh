@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Python package as it is released, tested the way a user gets it:
 #  1. the sdist, then the wheel built from that sdist (python -m build does
 #     both, in that order: this proves the sdist builds);

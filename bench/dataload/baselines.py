@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What the mlOS data loader will be compared against: the standard ImageNet
 training transform at 224 (RandomResizedCrop + flip + float + Normalize,
 float32 CHW batches) by the usual loaders, on one CPU set, and the decode-

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The data loaders the mlOS loader is compared against, each as an endless
 iterator of (images, labels) batches doing the standard ImageNet training
 transform at 224: RandomResizedCrop(224, scale 0.08-1, ratio 3/4-4/3),

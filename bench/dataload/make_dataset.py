@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds an ImageNet-like JPEG dataset from real photographs, for the
 data-loading benchmark (bench/dataload/baselines.py).
 

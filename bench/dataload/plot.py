@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plots a data-loading run: loader images/s (baselines.py --json) and, if
 given, training samples/s (train_cnn.py --json), medians with min-max bars.
 

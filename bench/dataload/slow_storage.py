@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A read-only view of a directory in which every read waits: storage with
 a network's or a busy disk's latency, for the data-loading benchmark.
 

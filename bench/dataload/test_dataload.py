@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks of the data-loading benchmark's pieces (no timing):
 
     PYTHONPATH=<where scikit-image, spdl, dali live> python -m pytest -q bench/dataload

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The data-bound training case: a small CNN trained at 224x224 on 100
 classes, fed by each loader of bench/dataload/loaders.py (or by one fixed
 synthetic batch: compute only), all on the same CPUs.

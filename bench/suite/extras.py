@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenarios 5-8 reuse the project's own benchmark tools, run here and
 parsed: memory-pressure survival, checkpoint stall, and the micro costs."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The headline comparison (docs/benchmarks.md, "A job alone"): one
 training job alone on the machine, started plainly (generic), through
 PyTorch's CPU launcher (the anchor: `python -m torch.backends.xeon.run_cpu`

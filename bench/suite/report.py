@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """results.json -> markdown tables and PNG plots. Every figure is a median
 over repetitions with its min-max range; ratios compare medians measured in
 the same run."""

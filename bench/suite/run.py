@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """mlOS benchmark suite: training throughput and latency under generic
 Linux, expert hand tuning and mlOS, in the same run, repetitions
 interleaved, medians and ratios reported; plus memory-pressure survival,

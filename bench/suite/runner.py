@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Launching measured processes: jobs started together (optionally next to
 a neighbour process that is not measured), each printing one JSON line."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The scenarios of the training-workload comparison: generic Linux (the
 program started plainly, with the defaults a user has), expert hand tuning
 (taskset pinning and thread counts; every candidate is measured and the best

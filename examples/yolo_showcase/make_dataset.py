@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate a small synthetic object-detection dataset in YOLO format.
 
 Nothing is downloaded: every image is drawn here with numpy + OpenCV.

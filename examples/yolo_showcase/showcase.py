@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """YOLOv8n showcase: synthetic data -> CPU training -> ONNX FP32/FP16/INT8 -> onnxruntime check.
 
 Fully offline. Steps:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end test of the YOLOv8n showcase, reduced preset (--quick): about 10 s on 2 CPU cores.
 
 Runs showcase.py in a subprocess (Ultralytics must be imported with the offline environment that the script sets

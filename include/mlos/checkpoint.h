@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS durable checkpoints: an atomic, crash-safe checkpoint writer and a
  * verifying reader (an extension of the Training Workload API; see
  * docs/checkpoints.md).

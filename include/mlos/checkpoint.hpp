@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A header-only C++ wrapper over mlos/checkpoint.h. It throws nothing:
 // every call returns the C API's int code (MLOS_OK or a negative
 // mlos_error_t; mlos_last_error_message() has the details).

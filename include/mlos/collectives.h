@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS collectives: a rendezvous store supplied by the caller.
  *
  * mlos_training_barrier and mlos_training_allreduce find their peers through

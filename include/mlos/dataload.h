@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS data loading: decoding and augmentation off the trainer's hands.
  *
  * mlos_dataload_start spawns a helper process, `mlos-dataload`, for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes shared by every libmlos entry point.
  *
  * Conventions:

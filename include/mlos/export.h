@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Symbol visibility for libmlos.
  *
  * The library is built with -fvisibility=hidden; only declarations marked

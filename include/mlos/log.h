@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where libmlos's diagnostics go.
  *
  * The library never writes to stdout or stderr by itself. Messages go to the

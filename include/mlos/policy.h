@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS policy modules: the C ABI between a policy and the host that runs it.
  *
  * A policy is a shared object that exports one symbol, MLOS_POLICY_ENTRY

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS tensor memory manager (TMM): pools of tensor memory.
  *
  * A pool is one arena of `capacity_bytes` (a memfd, so another process can

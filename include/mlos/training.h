@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mlOS Training Workload API -- start here.
  *
  * The published entry points (mlos_training_request_resources ...

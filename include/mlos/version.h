@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libmlos version.
  *
  * MLOS_VERSION_* describe the headers you compiled against; mlos_version()

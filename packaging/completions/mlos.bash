@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bash completion for mlos, mlOS's command-line tool (docs/cli.md).
 # Installed as share/bash-completion/completions/mlos; works with or without
 # the bash-completion package (source it from ~/.bashrc otherwise).

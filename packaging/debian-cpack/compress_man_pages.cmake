@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CPACK_PRE_BUILD_SCRIPTS (cmake/packaging.cmake): runs after CPack staged
 # each component's files and before it builds the packages. Compresses the
 # staged man pages with gzip -9n, as Debian policy 12.1 wants (the build

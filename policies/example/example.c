@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* example: the smallest useful policy, and the walk-through of
  * docs/policies.md. It advises every attached job to use a fixed number of
  * threads (config "threads", default: the job's recommended count) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // phase-weights: a job's CPU weight follows its training phase (a job in
 // BACKWARD or CHECKPOINT outweighs one in IDLE or DATA_LOADING on the CPUs
 // they share), scaled by its priority. Node config: mlosd's "arbitration"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // thread-governor: advises each job how many intra-op threads to run, so a
 // neighbour on one of its CPUs does not make every operator wait for the
 // thread that shares it (core/thread_governor.h says why and how). The job

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlOS Training Workload API for Python.
 
 The published shapes::

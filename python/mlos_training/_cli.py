@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `mlos` console script: runs the mlos CLI shipped inside the package
 (mlos_training/mlos/mlos, the C++ tools/mlos binary), replacing this
 process, so signals, exit status and the terminal are the CLI's own."""

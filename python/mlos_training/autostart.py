@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zero-code-change mode: `mlos run --cpus N -- python train.py`.
 
 Installed at interpreter start-up when MLOS_PYTHON_HOOKS=1 (see

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Durable checkpoint files (include/mlos/checkpoint.h) from Python.
 
     with CheckpointWriter("ckpt/", prefix="model", keep_last=3) as w:

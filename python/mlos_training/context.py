@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MLOSTrainingContext: one allocation for a training process, bound to its
 threads, with the thread pools sized to it, released on exit.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Linux CPU lists ("0-3,8,10-11", as in sysfs, /proc and MLOS_CPUS)."""
 
 

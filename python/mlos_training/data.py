@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ImageLoader: image batches decoded and augmented outside the training
 process, handed to torch without a copy (include/mlos/dataload.h;
 docs/dataload.md).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MLOSProcessGroup: barrier and all-reduce through libmlos (Gloo inside).
 
     from mlos_training.distributed import MLOSProcessGroup

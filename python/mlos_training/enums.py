@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Phases and reduction operators as IntEnums: still ints (the C values,
 mlos_training_phase_t and mlos_reduce_op_t), with names; the functions that
 take one also take its name as a string, in any case ("forward").

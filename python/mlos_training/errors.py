@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MLOSError: a negative result of the C API, with the library's message,
 raised as the subclass of its error family.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Locked memory from Python: a job's checkpoint buffers as tensors, and
 caller-owned tensors registered to be locked per phase.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keeps torch's intra-op pool at the size the job's policy modules advise.
 
 Why: an intra-op pool (OpenMP) splits every operator into one chunk per

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tensor pools: reusable tensor memory that torch and numpy use without a
 copy (include/mlos/tmm.h; docs/tmm.md).
 

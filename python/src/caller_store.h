@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A Python object as the library's rendezvous store: fills an
 // mlos_collective_store_t whose callbacks call the object's
 //   set(key: str, value: bytes)

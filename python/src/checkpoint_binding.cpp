@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See checkpoint_binding.h. Paths arrive as bytes (os.fsencode'd by the
 // package, which refuses NUL bytes first).
 #include "checkpoint_binding.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The durable checkpoint writer and reader (include/mlos/checkpoint.h) for
 // Python: writer handles travel as integers (the library checks them), data
 // as any object with the buffer protocol, read without a copy and with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos_training._core: a thin binding of libmlos's public C ABI. Each
 // function returns the C call's code (and its outputs); the Python layer
 // (mlos_training/__init__.py) turns negative codes into MLOSError with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See dataload_binding.h. A batch's tensors point into its slot; the slot
 // goes back to the helper when the last of them is freed. Freeing can
 // happen on any thread (torch frees a tensor where its last reference

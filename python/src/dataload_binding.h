@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The data loader for Python (include/mlos/dataload.h): batches as torch
 // tensors on the loader's slots, without a copy.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See locked_memory.h. The Python layer (mlos_training/pinned.py) owns the
 // rules; this file only moves addresses and codes.
 #include "locked_memory.h"

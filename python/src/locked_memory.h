@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Locked memory for Python: checkpoint buffers of a job
 // (mlos_training_alloc_checkpoint_buffer) exported through the buffer
 // protocol, so torch.frombuffer / memoryview see the library's memory

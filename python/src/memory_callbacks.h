@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Python callables as memory-pressure callbacks. The library calls them on
 // its "mlos-memwatch" thread; the trampoline takes the GIL and calls
 // fn(level: int, info: dict). An exception the callable raises is printed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See policy_binding.h.
 #include "policy_binding.h"
 

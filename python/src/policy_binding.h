@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Policy modules (mlos_training_request_policy, _release_policy,
 // _get_advice) for Python. Names and configs arrive as str (the package
 // refuses NUL bytes and serialises the config with json.dumps first); the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See tmm_binding.h. Lifetimes, so that no Python object can make the
 // library touch freed memory:
 //  - A Block (one acquired buffer) holds the Pool it came from; when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Tensor pools for Python (include/mlos/tmm.h): a pool, and buffers whose
 // memory torch and numpy see through DLPack without a copy.
 #pragma once

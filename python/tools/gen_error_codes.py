@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes mlos_training/_error_codes.py from include/mlos/errors.h.
 
     python gen_error_codes.py include/mlos/errors.h OUT.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the setup scripts: apt_install_missing TAG PACKAGE... installs,
 # as root, those of the Debian packages not installed yet (one apt-get
 # update, no recommends), saying which under TAG; nothing when all are.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos_training_get_allowed_cpus: the process's bound (engine/rank_bound.h),
 // applying a local rank's share the first time it is asked.
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What every C entry point shares: running a body with no exception
 // escaping, finding the job behind a resources handle, and filling
 // versioned output structs.

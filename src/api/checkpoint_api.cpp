@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C ABI of include/mlos/checkpoint.h over checkpoint::CheckpointWriter
 // and the checkpoint reader.
 #include <cstddef>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The collective group of each resources handle, created (rendezvous) by
 // its first barrier or all-reduce and dropped at release. Operations on one
 // handle's group are serialised (Gloo's tags assume one operation at a time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C entry points of collectives (include/mlos/training.h's barrier and
 // all-reduce, include/mlos/collectives.h's caller store) over each handle's
 // CollectiveGroups slot.

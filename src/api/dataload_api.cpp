@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API of the data loader (include/mlos/dataload.h): argument checks,
 // the slots (a tensor pool of the job), the helper's client.
 #include <sched.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Picks the claim broker for MLOS_MODE (auto|embedded|daemon).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Maps C handles to jobs. A handle is an opaque number that is never reused
 // within a process, so a released or made-up handle is recognised and
 // rejected instead of being dereferenced.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Maps opaque C handles to the objects behind them. A handle is a tag in
 // the high bits plus a counter: never NULL, never reused within a process,
 // and pointing at nothing mappable, so a released or made-up handle is

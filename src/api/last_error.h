@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Thread-local "last error" behind mlos_last_error()/_message(), and the one
 // place C++ errors become C codes.
 #pragma once

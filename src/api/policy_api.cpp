@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy-module entry points of include/mlos/training.h: arguments are
 // checked here, before anything is sent; the job forwards the call to its
 // engine (mlosd, or the embedded engine's UNSUPPORTED).

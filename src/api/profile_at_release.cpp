@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/profile_at_release.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // MLOS_PROFILE: when set, each release_resources writes the handle's phase
 // profile (core/profile_report.h) before the job ends: to stderr for "1" or
 // "stderr", else appended to the file it names. `mlos run --profile` sets

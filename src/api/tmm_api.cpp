@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API of the tensor memory manager (include/mlos/tmm.h) over
 // tmm::TensorPool: handles, argument checks, the job's reservation.
 #include <linux/mempolicy.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C ABI of include/mlos/training.h. Every entry point validates its
 // arguments, catches every exception, and maps errors to mlos_error_t here.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/tuning_evidence_at_release.h"
 
 #include <cstdlib>

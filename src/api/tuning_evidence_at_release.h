@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // MLOS_TUNE_EVIDENCE: set by `mlos run` (docs/tuning.md) to the file of
 // the start-up settings the run was given. At each release_resources of a
 // job that took optimizer steps, one line goes there:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "checkpoint/checkpoint_directory.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a checkpoint directory holds for one prefix: its final checkpoints
 // (by sequence) and any temporaries a crashed writer left behind.
 #pragma once

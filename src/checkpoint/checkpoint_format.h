@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The on-disk checkpoint format: the payload, then a fixed 48-byte footer
 // (docs/checkpoints.md). Pure: encoding, decoding and checking bytes, no I/O.
 //

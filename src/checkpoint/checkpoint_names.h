@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // File names of checkpoints: "<prefix>-<20-digit sequence>.mlosckpt", and the
 // temporary "<final name>.tmp" a save writes before renaming it. Pure.
 #pragma once

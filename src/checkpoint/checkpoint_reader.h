@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reading and verifying checkpoint files. A file is accepted only when its
 // footer decodes (magic, footer checksum, version, flags), its length matches
 // the footer, and the XXH3-64 of its payload, streamed as it is read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Keep-last-N retention. Run only after a save fully succeeded (directory
 // fsync included), so that the checkpoints it deletes are never the newest
 // durable one.

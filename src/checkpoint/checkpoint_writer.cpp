@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "checkpoint/checkpoint_writer.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // CheckpointWriter: durable, atomic checkpoints of one prefix in one
 // directory, saved synchronously or through one background thread.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Writes one checkpoint file so that a crash at any moment leaves either no
 // new file or the complete new one, never a torn one.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The async writer's staging memory: one prefaulted, locked mapping that
 // holds a copy of the payload while the background thread writes it. Reused
 // across saves and grown (never shrunk) when a bigger save arrives.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A Gloo rendezvous store over a caller's mlos_collective_store_t
 // callbacks (include/mlos/collectives.h), e.g. torch's TCPStore reached
 // through Python. Owns the callbacks: the destructor calls `release`.

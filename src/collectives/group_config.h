@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Who a rank is and how it finds its peers: pure parsing of the call's
 // arguments and the launcher's environment (torchrun/Slurm-style RANK and
 // WORLD_SIZE; MLOS_STORE for the rendezvous store), validated before any

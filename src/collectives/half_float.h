@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // IEEE 754 binary16 ("half") and bfloat16 <-> float32, rounding to nearest
 // even, as hardware does: the element types of half-precision gradients.
 // Reductions on them widen to float32, combine, and narrow back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "collectives/process_group.h"
 
 #include "collectives/half_float.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A group of ranks doing collectives, on Gloo: rendezvous through a store
 // (FileStore or RedisStore, keys under a prefix), a full TCP mesh, and
 // Gloo's own algorithms (ring all-reduce, barrier). Nothing here implements

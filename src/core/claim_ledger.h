@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The node's record of CPU claims (the "ledger"), as a value: parsing and
 // printing its JSON form, pruning dead owners, and turning it into the
 // CpuUsage a new request competes with. Pure logic; the file, its lock and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/confinement_plan.h"
 
 namespace mlos {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where the node's other processes may run while exclusive jobs hold CPUs:
 // the kubelet's static CPU manager and Slurm take exclusive CPUs out of the
 // pool every other process uses; mlosd does the same (daemon/confinement.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A set of CPU (or NUMA node) OS indices, with the kernel's list format
 // ("0-3,8,10-11") for parsing and printing. Pure value type.
 #pragma once

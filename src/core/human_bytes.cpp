@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/human_bytes.h"
 
 #include <cstdio>

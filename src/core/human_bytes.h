@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Byte counts for people: "512 B", "1.5 KiB", "3.0 MiB" (powers of 1024).
 #pragma once
 

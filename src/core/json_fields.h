@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Strict reading of JSON numbers shared by every on-disk and on-wire format.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // JSON text for files people write (mlosd's config): comments allowed
 // (// and /* */), and errors that say where, as "line:column", both for
 // syntax errors and for a key whose value a later check refuses.

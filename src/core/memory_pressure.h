@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Memory-pressure levels from measured figures: pure logic, shared by the
 // library's watcher thread (embedded mode) and mlosd (daemon mode).
 //

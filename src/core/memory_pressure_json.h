@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Memory thresholds and pressure reports as JSON: the form they take in
 // mlosd's config ("memory_pressure"), on the control socket (watch_memory,
 // memory_status) and in its registry. Thresholds use percentages, as the C

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The phase page: a small shared-memory record through which a job publishes
 // its current phase and phase profile, so that a reader in another process
 // (mlosd) can follow phases without a socket round trip per set_phase.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The phase policy: what each training phase means for the OS settings of a
 // job's bound threads. The one table of these facts (docs/phases.md shows
 // it); engines only apply what it returns.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Counts and times phases for one job. Pure: the caller passes timestamps
 // (monotonic nanoseconds), so tests drive it with a fake clock.
 #pragma once

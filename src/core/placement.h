@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Choosing CPUs and a NUMA node for a request. Pure logic: the caller passes
 // the topology, the CPUs the process may use, what other claims hold, and the
 // memory that is available; nothing here touches the kernel.

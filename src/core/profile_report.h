@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The phase profile as a table for people: seconds and share of the job's
 // wall time per phase, entries, and the collectives' part. What `mlos run
 // --profile` shows at exit (MLOS_PROFILE). Pure: formats what it is given.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Splitting one allocation between the local ranks of a launcher (torchrun's
 // LOCAL_RANK of LOCAL_WORLD_SIZE), so that N ranks started inside
 // `mlos run --cpus K` get disjoint shares instead of all of K each. Pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The one error type used inside libmlos, and Result<T>.
 //
 // An Error carries an mlos_error_t code (the C enum it maps to at the API

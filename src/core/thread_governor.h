@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How many intra-op threads a job should run now, given what else runs on
 // its CPUs. Pure logic, fed with samples; used by the thread-governor
 // policy (policies/thread-governor), which every job gets by default.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the machine looks like, as mlOS sees it: NUMA nodes, physical cores
 // and their hardware threads (PUs), GPUs and the node each is attached to.
 //

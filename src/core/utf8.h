@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // UTF-8 checks for text that comes from outside (argv, environment, file
 // names, other processes) on its way into JSON, which must be UTF-8:
 // nlohmann::json::dump() throws type_error 316 on anything else.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How mlosd turns the phases of concurrent jobs into CPU weights (cgroup
 // cpu.weight, v1 cpu.shares) on the CPUs they share. A job in BACKWARD or
 // CHECKPOINT outweighs one in IDLE or DATA_LOADING; the job's priority

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The cluster-level identity of a job, read from the cgroup its owner came
 // from: the Kubernetes pod UID (kubelet's cgroupfs and systemd layouts) and
 // the Slurm job id (slurmd's v1 and v2 layouts). Shown as labels of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a reload (SIGHUP, `systemctl reload mlosd`) may change in a running
 // mlosd. The file is validated whole first: a config that fails to load
 // changes nothing. Of a valid one, the keys that only shape what happens

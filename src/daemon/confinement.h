@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Exclusive that means exclusive: while exclusive jobs that confine others
 // hold CPUs, every other process of the node is kept off them, as the
 // kubelet's static CPU manager and Slurm do, through the cpuset hierarchy:

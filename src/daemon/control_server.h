@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's event loop: one thread, epoll over the listening socket, the
 // clients, a sampling timer, one pidfd per job owner (readable when that
 // process exits, so its jobs are pruned at once) and a signalfd for

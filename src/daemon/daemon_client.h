@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A client's connection to mlosd: one request, one reply, over the framed
 // protocol of frame_codec.h. Used by libmlos (MLOS_MODE=daemon/auto) and by
 // the mlos CLI. Blocking, with a timeout on every reply.

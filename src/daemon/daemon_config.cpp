@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/daemon_config.h"
 
 #include <fstream>
@@ -7,6 +8,7 @@
 #include "core/json_fields.h"
 #include "core/located_json.h"
 #include "core/memory_pressure_json.h"
+#include "daemon/listen_address.h"
 
 namespace mlos::daemon {
 
@@ -105,6 +107,9 @@ Status DaemonConfig::merge(const json& c, std::string* refused_key) {
         }
       } else if (key == "metrics_listen") {
         next.metrics_listen = str(v, "metrics_listen");
+        if (!next.metrics_listen.empty()) {
+          if (auto a = parse_listen_address(next.metrics_listen); !a) throw std::invalid_argument(a.error().message);
+        }
       } else if (key == "metrics_textfile") {
         next.metrics_textfile = str(v, "metrics_textfile");
         if (!next.metrics_textfile.empty() && next.metrics_textfile[0] != '/') {
@@ -157,6 +162,16 @@ Result<DaemonConfig> DaemonConfig::from_file(const std::string& path) {
     return make_error(s.error().code, path + ":" + (at.empty() ? "" : at + ":") + " " + s.error().message);
   }
   return c;
+}
+
+std::vector<std::string> DaemonConfig::warnings() const {
+  std::vector<std::string> out;
+  if (quotas.root_reserved_connections >= max_clients) {
+    out.push_back("quotas.root_reserved_connections (" + std::to_string(quotas.root_reserved_connections) +
+                  ") is not below max_clients (" + std::to_string(max_clients) +
+                  "): only root can connect to mlosd");
+  }
+  return out;
 }
 
 json DaemonConfig::to_json() const {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's configuration: a JSON file (every key optional) overridden by
 // command-line flags. Validated whole: an unknown key, a wrong type or an
 // out-of-range value rejects the config with a message naming it, before
@@ -85,6 +86,10 @@ struct DaemonConfig {
   static Result<DaemonConfig> from_file(const std::string& path);
   // The effective configuration, in the file's format.
   nlohmann::json to_json() const;
+  // What a valid config does that its writer may not mean, one sentence
+  // each: quotas.root_reserved_connections not below max_clients (only
+  // root can connect). Valid all the same (a root-only mlosd is a choice).
+  std::vector<std::string> warnings() const;
 };
 
 }  // namespace mlos::daemon

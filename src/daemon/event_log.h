@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's structured events: a message with fields (JOB_ID, UID, LABEL,
 // PHASE, ...), for the lifecycle of jobs (granted, released, pruned) and of
 // the daemon (ready, reloaded, stopping). mlosd points the sink at the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/frame_codec.h"
 
 #include "core/json_fields.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The control socket's wire format (mlosd <-> libmlos/mlos), version 1:
 //
 //   offset size  field

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What mlosd does with jobs, apart from sockets: grants CPUs from the node's
 // pool (exclusive CPUs leave the shared pool), gives every job its own
 // cgroup, follows phases through each job's phase page and turns them into

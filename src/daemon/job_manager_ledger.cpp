@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JobManager::follow_ledger: the embedded ledger's claims in mlosd's book.
 //
 // Why adopt rather than refuse: a claim in the ledger belongs to a process

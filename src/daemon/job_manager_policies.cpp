@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JobManager and policy modules: the figures policies read, the grant
 // checks on what they ask for, and taking their effects back when they
 // detach or fail. See policy/policy_hosts.h and docs/policies.md.

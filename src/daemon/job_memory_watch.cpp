@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/job_memory_watch.h"
 
 #include <unistd.h>

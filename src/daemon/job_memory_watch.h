@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's memory watching of one job: the level of the job's cgroup (its
 // working set against memory_bytes, and on v2 its own PSI) and of the node,
 // kept with hysteresis, and a doorbell rung for the owner when the level

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/job_metrics.h"
 
 #include <prometheus/text_serializer.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Prometheus metrics of the jobs mlosd manages, kept in a prometheus-cpp
 // registry and rendered in the text exposition format (served by
 // daemon/metrics_endpoint.h). Names follow Prometheus conventions: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/job_origin.h"
 
 namespace mlos::daemon {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where a job's owner comes from (its cgroup when it asks), and what that
 // means for the job: the CPUs it may be placed on, and whether it stays in
 // a cgroup another manager owns (a Kubernetes pod, a Slurm step) instead

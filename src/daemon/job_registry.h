@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's record of the jobs it manages, and how it is reconciled with
 // reality after a (re)start. Pure logic: persistence goes through
 // os::CheckedJsonFile, liveness and cgroup listings are passed in.

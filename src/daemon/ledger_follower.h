@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's view of the embedded engine's claim ledger, the book processes
 // use when mlosd is not there (or when told MLOS_MODE=embedded). mlosd
 // adopts its live claims as jobs so that it never grants their CPUs again,

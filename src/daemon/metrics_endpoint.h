@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's HTTP /metrics endpoint: civetweb (the server prometheus-cpp's
 // Exposer wraps) with one handler that renders the daemon's registry.
 // Not the Exposer itself: it adds series of its own (exposer_*, with NaN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Brings JobMetrics to the jobs' samples on a thread of its own, so that
 // mlosd's event loop never waits on it: prometheus-cpp 1.0's Family::Remove
 // searches its whole family, so dropping the series of an owner that held

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/policy_config.h"
 
 #include <stdexcept>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlosd's "policies" config object (docs/policies.md):
 //
 //   "policies": {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Prometheus series of the loaded policy modules, from PolicyHosts::status():
 //
 //   mlos_policy_up{policy,state}                        1 for its state (starting, running, failed)

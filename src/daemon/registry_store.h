@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where mlosd's registry lives on disk: a snapshot (registry.json, a
 // CheckedJsonFile) plus a journal of the changes since (registry.journal,
 // an AppendJournal of put/remove entries). A change costs one appended line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What mlosd does with one decoded request, apart from the socket: the
 // dispatch from op to JobManager, argument checks, and the reply. Pure with
 // respect to I/O (the fuzz target drives it over a fake cgroupfs).

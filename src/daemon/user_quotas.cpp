@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/user_quotas.h"
 
 #include <algorithm>
@@ -27,7 +28,9 @@ Status UserQuotas::merge(const json& c) {
       } else if (key == "exclusive_cpus_per_uid") {
         next.exclusive_cpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
       } else if (key == "memory_bytes_per_uid") {
-        if (!is_non_negative_integer(v)) throw std::invalid_argument("quotas.memory_bytes_per_uid must be >= 0");
+        if (!is_non_negative_integer(v)) {
+          throw std::invalid_argument("quotas.memory_bytes_per_uid must be a whole number of bytes from 0 to 2^64-1");
+        }
         next.memory_bytes_per_uid = v.get<uint64_t>();
       } else if (key == "root_reserved_connections") {
         next.root_reserved_connections = int_in_range(v, "quotas." + key, 0, 65536);

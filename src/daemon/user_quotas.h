@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Per-uid bounds on what one local user may hold in mlosd, so that no user
 // can take every connection, every exclusive CPU or the registry from the
 // others. Root (uid 0) is exempt, and a share of the connections is kept

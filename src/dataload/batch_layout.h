@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where a batch lives in its slot, known to both sides of the loader (the
 // trainer's library and the mlos-dataload helper): packed samples first,
 // then one int64 label per sample, each part 64-byte aligned; a slot is a

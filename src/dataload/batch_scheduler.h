@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which sample a decoding thread works on next, and when a batch is done.
 //
 // Batch k of an epoch is samples [k*B, (k+1)*B) of the epoch's order, so

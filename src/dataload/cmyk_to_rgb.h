@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // CMYK to RGB exactly as PIL's convert("RGB") does it (libImaging
 // Convert.c cmyk2rgb), applied after undoing the inverted ("Adobe") polarity
 // PIL assumes for every CMYK JPEG (JpegImagePlugin: "CMYK;I", "always use

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Crop geometry of the ImageNet training and validation transforms, as
 // torchvision computes it.
 //

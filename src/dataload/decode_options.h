@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the decoders share: their options and what a decode returns.
 //
 // Error contract of every decoder in src/dataload: bad input (empty,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which samples a rank reads in an epoch, and in which order: the index
 // set of torch.utils.data.DistributedSampler(shuffle, seed,
 // drop_last=False) followed by DataLoader-style batching.

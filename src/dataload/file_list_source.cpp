@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_file_list: a "path<TAB>label" text file to a FileSetSource.
 #include <charconv>
 #include <string_view>

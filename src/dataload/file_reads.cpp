@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataload/file_reads.h"
 
 #include <dirent.h>

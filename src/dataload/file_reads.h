@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The file-system calls the sample sources make, in one place: whole-file
 // reads with a size bound, exact positional reads, read-ahead advice and
 // directory listing. Every failure is an Error naming the path, with errno.

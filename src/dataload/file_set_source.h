@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A SampleSource over one file per sample (ImageFolder trees and list
 // files): paths and labels held in memory, each read an open/read/close of
 // its own, so nothing is shared between threads and a deleted file fails

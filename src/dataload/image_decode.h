@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Format sniffing and dispatch: the one entry point for "decode these bytes".
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_image_folder: torchvision's find_classes and make_dataset
 // (torchvision/datasets/folder.py) in C++.
 //

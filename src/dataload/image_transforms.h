@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The last step of a sample: optional horizontal flip and packing into the
 // caller's batch slot in the layout the model wants.
 //

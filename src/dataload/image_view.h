@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Views of RGB8 pixel buffers and the rectangles the data-loading core
 // passes between its stages (crop sampling, region decode, resize).
 //

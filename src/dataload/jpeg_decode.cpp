@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataload/jpeg_decode.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // JPEG decoding with libjpeg-turbo's libjpeg API: whole images, and regions
 // at a reduced DCT scale for crop-then-resize pipelines.
 //

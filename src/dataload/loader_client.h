@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The trainer's side of a data loader: the mlos-dataload helper process it
 // starts, the conversation with it (loader_protocol.h), and which batch
 // slots are whose. The slots themselves (tensor-pool buffers) belong to the

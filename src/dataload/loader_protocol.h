@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the trainer's library and its mlos-dataload helper say to each
 // other over their SOCK_SEQPACKET socketpair: one JSON object per packet,
 // {"op": "...", ...}, at most kMaxPacket bytes. SEQPACKET keeps message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataload/loader_service.h"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The mlos-dataload helper: serves one trainer over its socket (fd 3),
 // decoding samples with a pool of threads straight into the batch slots of
 // the trainer's arena (fd 4). See include/mlos/dataload.h for the

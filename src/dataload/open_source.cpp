@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_source: one command-line string to the SampleSource it names.
 #include <sys/stat.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // PNG decoding to RGB8 with libspng.
 //
 // Why libspng rather than libpng: it decodes straight from a memory buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The random numbers the augmentations draw, behind an interface so a test
 // can replay exactly the values torch drew (see crop_sampler.h).
 #pragma once

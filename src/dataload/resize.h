@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Antialiased resize of an RGB8 region, close to torchvision's
 // resize(antialias=True) / PIL's Image.resize(BILINEAR), on OpenCV imgproc.
 //

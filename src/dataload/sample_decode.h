@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One training or validation sample, from encoded bytes to a packed tensor
 // in the caller's batch slot: the ImageNet recipes of torchvision.
 //

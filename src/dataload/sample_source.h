@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where training samples come from: a dataset as a numbered list of
 // encoded samples (image bytes plus an integer label) that many worker
 // threads read concurrently and in any order.

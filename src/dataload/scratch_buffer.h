@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A growable byte buffer that keeps its capacity and never zero-fills.
 //
 // std::vector<uint8_t>::resize value-initialises (memsets) every byte it

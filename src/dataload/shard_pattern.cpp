@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // expand_shard_pattern: WebDataset shard lists ("shard-{000..099}.tar")
 // and shell globs.
 //

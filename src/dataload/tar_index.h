@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An index of the regular files in an uncompressed tar archive: name, data
 // offset and size of each, from one sequential pass over the 512-byte
 // headers, so a member can later be read with a single pread.

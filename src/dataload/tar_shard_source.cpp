@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_tar_shards: WebDataset shards as a SampleSource.
 //
 // Samples are grouped as webdataset's tar_file_expander + group_by_keys

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataload/uring_reads.h"
 
 #include <sys/uio.h>

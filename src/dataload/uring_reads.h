@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Positional reads through io_uring (liburing): one thread keeps many
 // sample reads in flight and waits for whichever finishes first, so decoding
 // threads never block on a cold page cache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How many of the helper's decoding threads work at a time.
 //
 // The helper starts one thread per CPU of the job (threads cannot be made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Who grants CPU claims: the embedded ledger today, mlosd later. A Job only
 // talks to this interface, so the two engines differ in one place.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The daemon engine's broker: claims are granted by mlosd over its socket.
 // Each grant comes with a phase page (a sealed memfd handed to mlosd with
 // SCM_RIGHTS) that Job::set_phase writes with plain stores, so phase hints

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/daemon_pressure_feed.h"
 
 #include <poll.h>

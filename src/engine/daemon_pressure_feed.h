@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The daemon engine's pressure feed: mlosd computes the job's level and
 // rings an eventfd this process gave it (watch_memory); the watcher thread
 // wakes on it and fetches the report (memory_status). A heartbeat query

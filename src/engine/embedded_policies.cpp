@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/embedded_policies.h"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Policy modules in embedded mode: libmlos's own PolicyHosts, serving the
 // jobs of this process (docs/policies.md, "Embedded mode").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/embedded_policy_config.h"
 
 #include <sys/stat.h>

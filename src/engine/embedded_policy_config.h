@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where the embedded engine finds policy modules and their host, and which
 // policies every embedded job gets (docs/policies.md, "Embedded mode").
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where libmlos finds the programs it starts for a job (mlos-policyhost,
 // mlos-dataload): the same search for each, so a wheel, an installed
 // prefix and the build tree all work without configuration.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One granted allocation and everything mlOS changed on its behalf: bound
 // threads (their baselines live in ThreadRegistry), the process's other
 // threads that follow its phases, phase state and profile, locked buffers,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job's policy calls: forwarded to its broker for its claim (mlosd in
 // daemon mode; the embedded engine refuses them, see ClaimBroker).
 #include "engine/job.h"

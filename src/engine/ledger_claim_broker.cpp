@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/ledger_claim_broker.h"
 
 #include <sys/types.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The embedded engine's broker: plans against the node's claim ledger file
 // and records the claim in it, all under the ledger's lock.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The embedded engine's pressure feed: figures measured in this process.
 //
 // Sources, each optional (a missing one becomes a note, never a failure):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The memory-pressure callbacks registered on one job, and how a report is
 // delivered to them.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One job's memory watching: a thread ("mlos-memwatch") that waits on its
 // feed's descriptors (or the sample interval), asks the feed for the
 // current report, and delivers level changes to the job's callbacks.

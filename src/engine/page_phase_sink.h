@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The job's end of its phase page under mlosd: a sealed memfd page (sent to
 // mlosd with the request) that a PhasePageWriter fills. The memfd stays open
 // and mapped in this process for the sink's lifetime (a restarted mlosd maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What a job's policy modules advise it now (mlosd's "advice" reply, or the
 // embedded engine's), and the reason policy calls fail on a broker that
 // serves none. See docs/api.md, "Policy

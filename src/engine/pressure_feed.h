@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where a job's memory-pressure level comes from: measured in this process
 // (embedded engine: LocalPressureFeed) or told by mlosd (daemon engine:
 // DaemonPressureFeed). A MemoryWatch thread polls the feed's descriptors and

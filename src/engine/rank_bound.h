@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The outer bound of this process's requests, and the local-rank split that
 // narrows it when the process is one of N local ranks of a launcher
 // (torchrun sets LOCAL_RANK and LOCAL_WORLD_SIZE) started inside `mlos run`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which job each bound thread belongs to, and what the thread had before
 // any job touched it. A thread belongs to at most one job at a time:
 // binding it through another handle moves it there, and the move keeps the

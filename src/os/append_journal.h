@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An append-only file of checksummed JSON lines, each durable before
 // append() returns: how mlosd records one change to its registry in O(size
 // of the change) instead of rewriting every job. Each line is

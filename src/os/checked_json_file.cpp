@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/checked_json_file.h"
 
 #include <zlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A JSON document on disk that says what it is and proves it is whole:
 //   {"format":"<format>","schema_version":N,"crc32":C,"payload":{...}}
 // where C is the CRC-32 (zlib) of the payload's compact serialisation.

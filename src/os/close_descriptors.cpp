@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/close_descriptors.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Closing every descriptor of the process but a few: what a process that is
 // about to run untrusted code does so that nothing it inherited (a
 // listening socket, a log file, a directory) reaches that code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // CPU time, as the kernel counts it: per CPU (/proc/stat) and per process
 // (/proc/<pid>/stat). What the thread-governor policy compares: how busy a
 // job's CPUs are against how much of that is the job itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/cuda_host_memory.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Registers host memory with CUDA as pinned (page-locked, DMA-able), so
 // cudaMemcpyAsync from it is a real asynchronous copy. The CUDA runtime is
 // loaded with dlopen on first use: libmlos has no link-time dependency on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reading and durably replacing small state files: the building blocks of
 // the claim ledger and of mlosd's registry. Neither follows a symbolic link.
 #pragma once

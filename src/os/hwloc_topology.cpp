@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/hwloc_topology.h"
 
 #include <hwloc.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Loading the machine topology through hwloc: the running machine, an hwloc
 // synthetic description ("pack:2 numa:2 core:8 pu:2"), or an hwloc XML file
 // (which can carry PCI devices such as GPUs). The one place topology is read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/journal_log.h"
 
 #include <sys/stat.h>

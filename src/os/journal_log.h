@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where mlosd's messages go: the systemd journal's native protocol
 // (sd_journal_sendv(3): a priority and structured fields per message, so
 // `journalctl -u mlosd JOB_ID=7` and `-p warning` work), or stderr.

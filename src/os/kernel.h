@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Every kernel call the engine makes on threads and memory, behind one
 // interface (like leveldb's Env), so unit tests can substitute a fake that
 // records calls and injects failures. LinuxKernel is the real thing.

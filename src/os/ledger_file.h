@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The claim ledger on disk: <runtime dir>/claims.json, guarded by an flock on
 // <runtime dir>/claims.lock. Every update reads, changes and atomically
 // replaces the file (write temp, fsync, rename, fsync dir) under the lock, so

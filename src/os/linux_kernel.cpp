@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <linux/capability.h>
 #include <linux/mempolicy.h>
 #include <sched.h>

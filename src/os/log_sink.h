@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The library's single log sink (see include/mlos/log.h).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mkdir -p: creates `path` and every missing parent with `mode`; a
 // component that exists already is left as it is. The error names the
 // component, as "cannot create <what> <component>".

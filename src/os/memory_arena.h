@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A tensor pool's arena: one mapping of a memfd (shareable by descriptor)
 // or of private anonymous memory, and every kernel call made on it: NUMA
 // binding, locking, prefaulting, punching pages out, and the facts that

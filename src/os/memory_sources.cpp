@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/memory_sources.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where memory-pressure figures come from on Linux: the memory cgroup a
 // process is in (v1 or v2), /proc/meminfo, PSI averages, and the kernel's
 // two ways of waking a watcher (PSI triggers; v1 cgroup.event_control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/own_threads.h"
 
 #include <dirent.h>

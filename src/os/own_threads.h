@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The threads of this process, as listed in /proc/self/task.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/peer_credentials.h"
 
 #include <sys/socket.h>

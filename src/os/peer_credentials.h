@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Who is on the other end of a Unix socket, as the kernel recorded it when
 // the connection was made (SO_PEERCRED): how mlosd authenticates clients.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The kernel descriptors that wake a memory-pressure watcher, and what each
 // one firing means: eventfds (v1 usage thresholds, vmpressure), readable
 // with POLLIN and drained on each wake-up, and PSI triggers, which signal

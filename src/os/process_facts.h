@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What confinement needs to know of a process before moving it: whether it
 // is a kernel thread (never moved), where its own affinity lets it run, and
 // its name (for reports).

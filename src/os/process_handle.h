@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A process held by a pidfd: the kernel's reference to one process, which,
 // unlike a pid number, never comes to name another process after the first
 // one is reaped. mlosd identifies its clients and watches job owners through

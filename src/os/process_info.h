@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Facts about processes and memory read from /proc and cgroupfs. The parsers
 // are pure functions of file text (tested on fixtures); the readers take the
 // filesystem roots as parameters so tests can point them at fixture trees.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Memory of a process, as the kernel counts it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step 1 of the sandbox (enter_sandbox): checks, then descriptors, limits,
 // identity, no-new-privileges, dumpable. Step 2 is in sandbox_syscalls.cpp.
 #include "os/sandbox.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Confinement of the current process before it runs untrusted plug-in code
 // (the policy host, mlos-policyhost). Two steps, because loading the
 // plug-in (dlopen) needs open and mmap of files while the system-call

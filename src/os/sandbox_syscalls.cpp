@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Step 2 of the sandbox (lock_down_syscalls): the system calls the policy
 // host may still make once the plug-in is loaded, as one reviewed table.
 // What the host needs: its one socket to the parent, poll, clocks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The service manager's side channel (sd_notify(3)): readiness, status
 // text, reloading and stopping, and watchdog keep-alives. Inert when the
 // process was not started with NOTIFY_SOCKET (no systemd, or Type=simple):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One page of memory that another process can map: a sealed memfd
 // (memfd_create + ftruncate + F_SEAL_GROW/SHRINK), mapped here read-write.
 // Its descriptor travels to the reader (inherited across fork, or sent with

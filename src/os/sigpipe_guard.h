@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Keeps SIGPIPE from killing the process while a library thread writes to
 // sockets it does not own the signal disposition of (Gloo's TCP pairs
 // write with plain write/writev, so a peer that died raises SIGPIPE, whose

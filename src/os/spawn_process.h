@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Starting the helper programs libmlos and mlosd run (mlos-policyhost,
 // mlos-dataload) the same way: posix_spawn with an empty environment, no
 // signal blocked and every disposition at its default (a daemon may block

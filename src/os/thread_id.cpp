@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/thread_id.h"
 
 #include <dlfcn.h>

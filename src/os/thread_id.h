@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Kernel thread id of a pthread_t of this process.
 #pragma once
 

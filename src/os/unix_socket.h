@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Unix stream sockets for the control protocol: listening, connecting, and
 // moving bytes with an optional file descriptor attached (SCM_RIGHTS), which
 // is how a job hands its phase page to mlosd.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "policy/file_advice.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A policy's readahead/cache hint on a file (mlos_policy_file_advice_t),
 // applied by whoever hosts the policy (mlosd, or libmlos in embedded mode).
 #pragma once

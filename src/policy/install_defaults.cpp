@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "policy/install_defaults.h"
 
 // Set on this file by CMakeLists.txt from the install prefix.

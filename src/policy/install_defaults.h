@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where an installed mlOS keeps its policy modules, their host and the
 // data-loading helper: the one definition mlosd's config defaults, the CLI
 // and libmlos read.

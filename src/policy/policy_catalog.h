@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which policies a host may load: the shared objects in a policy directory
 // that only trusted users can have written. mlosd trusts root alone; the
 // library in embedded mode also trusts the calling user (a pip install into

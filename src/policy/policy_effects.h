@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What policy modules have set on one job, each value with the policy that
 // set it, so that a policy that detaches or fails takes back exactly its
 // own effects and the job falls back to the built-in defaults (mlosd: the

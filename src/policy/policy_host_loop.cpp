@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "policy/policy_host_loop.h"
 
 #include <cstring>

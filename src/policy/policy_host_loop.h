@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The policy host's side of the conversation: reads requests from the
 // socket, calls the policy's entry points, and answers with what the policy
 // asked for through mlos_policy_host_t (collected during the call). Runs in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One running mlos-policyhost, seen from the side that started it (mlosd,
 // or libmlos in embedded mode): spawning it with one end of a socketpair,
 // sending requests, collecting replies without blocking, and ending it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The policy manager: which policies are loaded, which jobs use each, and
 // the life of their host processes. A policy is loaded (its host started
 // and initialised) at the first job's request and unloaded a grace period

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Loading a policy's shared object and checking it against the ABI in
 // include/mlos/policy.h. Runs only inside mlos-policyhost (a policy's code,
 // constructors included, never runs in mlosd or a training process).

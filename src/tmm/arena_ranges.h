@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The free space of an arena as address-ordered ranges of offsets, with
 // first-fit carving at an alignment and coalescing on return. It is the
 // slow path of a tensor pool: buffers are carved once and then reused by

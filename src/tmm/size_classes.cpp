@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tmm/size_classes.h"
 
 #include <bit>

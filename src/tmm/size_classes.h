@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Size classes of tensor-pool buffers.
 //
 // A released buffer is reused by any later request of its class, so the

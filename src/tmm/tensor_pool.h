@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A pool of tensor memory: buffers of size classes carved from one arena
 // (os::MemoryArena) and kept by class when released, so steady-state
 // acquire/release is a lock, a vector pop or push and one hash lookup, with

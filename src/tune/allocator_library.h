@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where the malloc replacements that `mlos run` may preload live. They come
 // from Debian packages (libtcmalloc-minimal4, libjemalloc2) installed by
 // scripts/setup.sh; nothing is downloaded or built. A missing one is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tune/launch_candidates.h"
 
 #include <unistd.h>

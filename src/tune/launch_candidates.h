@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The start-up settings `mlos run` chooses between for a command: which
 // malloc the process runs with, that malloc's options, and for Python how
 // OpenMP threads wait. Each candidate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Which start-up settings a command gets, decided across its runs, in the
 // manner of an autotuner: an allocator is fixed when a process starts, so
 // each run of the same command is one trial. A run measures its time per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The per-command memory of `mlos run`'s tuning: one directory per command
 // (argv, working directory and CPU count, hashed), holding
 //   command.json         what the command was, for people

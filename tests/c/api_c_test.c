@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The public header compiled as strict C11 (-pedantic -Werror) and used the
  * way the published guide shows, against the shared library. Checks the ABI
  * conventions: designated initializers, error codes and names, versioned

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The crash test's victim: saves checkpoints in a loop through the public C
  * API (compiled as strict C11) until it is killed. After each save has
  * returned MLOS_OK (sync) or been waited for (async), it writes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crash safety: a child process (checkpoint_crash_child.c) saves
 // checkpoints in a loop and acknowledges each finished save over a pipe; it
 // is killed with SIGKILL after a random delay, again and again, on the same

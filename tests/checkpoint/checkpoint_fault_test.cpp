@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint writer's error paths on the real code path: write, fsync,
 // fdatasync and rename fail on demand through symbol interposition
 // (syscall_faults.h). After every failure: the documented code, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The deterministic payload of checkpoint `sequence` in the crash test:
  * the child writes it, the parent recomputes it to check what it loads.
  * Plain C so that the child stays a C program on the public API. */

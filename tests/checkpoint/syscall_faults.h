@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Fault injection for the checkpoint writer's system calls, by symbol
 // interposition: this test executable defines write, pwrite, fsync,
 // fdatasync, rename and renameat itself (it is linked with -rdynamic), so

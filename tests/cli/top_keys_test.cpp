@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What each key does in mlos top's interactive view (tools/mlos/top_keys.h).
 #include "top_keys.h"
 
@@ -19,6 +20,54 @@ TEST(TopInputTest, ListKeysQuitSortFilterAndRefresh) {
   EXPECT_EQ(in.handle({TopKey::kQuit, 'q'}, m), TopAction::kQuit);
   EXPECT_EQ(in.handle({TopKey::kQuit, 0}, m), TopAction::kQuit);  // F10
   EXPECT_EQ(in.handle({TopKey::kResize, 0}, m), TopAction::kNone);
+}
+
+TEST(TopInputTest, ScrollStaysWithinTheRowsTheScreenFits) {
+  TopModel m;
+  TopInput in;
+  in.fit_scroll(10, 4);  // ten rows, four shown: the first row is 0..6
+  in.handle({TopKey::kUp, 0}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 0) << "not above the first row";
+  in.handle({TopKey::kDown, 'j'}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 1);
+  in.handle({TopKey::kPageDown, 0}, m);  // a page is the rows shown
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 5);
+  in.handle({TopKey::kPageDown, 0}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 6) << "the last page, not past it";
+  for (int i = 0; i < 5; ++i) in.handle({TopKey::kDown, 0}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 6);
+  in.handle({TopKey::kUp, 'k'}, m);  // one up from the end, at once
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 5);
+  in.handle({TopKey::kHome, 0}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 0);
+  in.handle({TopKey::kEnd, 0}, m);
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 6);
+  in.fit_scroll(3, 4);  // the list shrank (a filter): all of it is shown
+  EXPECT_EQ(in.scroll(), 0);
+  in.handle({TopKey::kPageUp, 0}, m);
+  in.fit_scroll(3, 4);
+  EXPECT_EQ(in.scroll(), 0);
+}
+
+TEST(TopInputTest, ScrollKeysAreLettersOfTheFilter) {
+  TopModel m;
+  TopInput in;
+  in.fit_scroll(10, 4);
+  in.handle({TopKey::kFilter, '/'}, m);
+  in.handle({TopKey::kDown, 'j'}, m);
+  in.handle({TopKey::kUp, 'k'}, m);
+  in.handle({TopKey::kDown, 0}, m);  // the arrow key types nothing
+  EXPECT_EQ(m.filter(), "jk");
+  in.fit_scroll(10, 4);
+  EXPECT_EQ(in.scroll(), 0);
 }
 
 TEST(TopInputTest, FilterIsTypedLiveKeptByEnterAndClearedByEscape) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos top's interactive view without a terminal: meters, rows, sorting,
 // filtering, phase bars (tools/mlos/top_model.h).
 #include "top_model.h"

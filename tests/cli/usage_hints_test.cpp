@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Did you mean" and the `--` hint (tools/mlos/did_you_mean.h,
 // usage_hints.h), over a CLI11 app shaped like mlos's.
 #include "usage_hints.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* One rank of a collective test, on the published API only.
  *   mlos_collective_rank check   every op (SUM, PROD, MIN, MAX, AVG) over
  *                                sizes 0, 1, 7, 1000, 65537; prints per case

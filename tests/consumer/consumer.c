@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A program written against the installed mlOS Training Workload API the
  * way its users write one: published calls only, built with pkg-config or
  * find_package(mlos). Run by run_consumer_test.sh; exits non-zero with a

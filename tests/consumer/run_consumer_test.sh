@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installed-tree consumer test: installs BUILD_DIR into WORK_DIR/prefix, then
 # builds tests/consumer/consumer.c against the installed tree twice, through
 # pkg-config and through find_package(mlos), and runs both.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A training-like client of the published API, for the daemon tests:
  *
  *   daemon_job_client CPUS EXCLUSIVE(0|1) LABEL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A daemon-mode job that loads data, for tests/e2e/test_dataload_daemon.py:
  *
  *   dataload_job_client CPUS SOURCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A client of the policy calls, for tests/e2e/test_policies.py:
  *
  *   policy_client NAME CONFIG_JSON|- [CPUS [THREADS]]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Several jobs around one process, for the daemon tests:
  *
  *   mlos_two_jobs_client same     one process requests two exclusive 1-CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchScheduler: batches made of consecutive samples of the epoch's order,
 // delivered when complete (out of order unless asked), slots bounding what
 // is in flight, every sample handed out exactly once.

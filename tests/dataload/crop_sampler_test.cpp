@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataload/crop_sampler.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input to every decoder returns an error with the codec's message and
 // never crashes, hangs or exits (run under ASan/UBSan too).
 #include <gtest/gtest.h>

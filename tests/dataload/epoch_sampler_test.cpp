@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EpochSampler: DistributedSampler's index sets and DataLoader batching.
 #include "dataload/epoch_sampler.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_file_list: "path<TAB>label" lines, relative to the list's directory.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_image_folder against torchvision.datasets.ImageFolder: the trees in
 // tests/fixtures/dataload/image_folder_cases.json are rebuilt here and
 // must give the classes, order and labels torchvision recorded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_source: one string picks the image folder, list file or shards.
 #include <gtest/gtest.h>
 

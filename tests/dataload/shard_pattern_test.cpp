@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // expand_shard_pattern: WebDataset brace ranges and lists, globs.
 #include <gtest/gtest.h>
 

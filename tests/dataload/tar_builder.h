@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Hand-made tar archives for tests: ustar headers with a correct checksum,
 // and the odd cases Python's tarfile will not write (base-256 sizes,
 // broken pax records, keys out of order).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // index_tar against what Python's tarfile reads from the archives it wrote
 // (ustar, GNU and pax; tests/fixtures/dataload/make_tar_shards.py), and on
 // hand-made and damaged archives, in memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_tar_shards: WebDataset grouping, labels, reads by pread, and
 // damaged shards (every header byte corrupted, truncations, a shard
 // truncated after opening), from tarfile-written fixtures

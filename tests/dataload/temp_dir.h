@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A temporary directory for a test, removed with everything in it, and
 // small file helpers for building dataset trees in it.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers for the dataload tests: fixture files, an in-test JPEG encoder
 // (libjpeg) for sizes and layouts the fixtures do not cover, a photo-like
 // synthetic image, and pixel comparisons.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io_uring reads on the real kernel: many reads in flight return the
 // files' bytes; a file that ends early is reported, not padded; a bad
 // descriptor fails its own read only; and the ring refuses any operation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The helper's worker governor: threads go to a starving trainer and come
 // away from one with batches waiting, one step per slot, within 1..max.
 #include <gtest/gtest.h>

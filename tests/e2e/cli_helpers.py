@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers of the CLI end-to-end tests: run mlos, probe what a child
 sees in /proc, read the ledger."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures for the mlos CLI end-to-end tests.
 
 MLOS_BUILD_DIR   build tree holding bin/mlos (default: <repo>/build)

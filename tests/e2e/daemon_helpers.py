@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Starting mlosd for a test, and talking its protocol from Python.
 
 Each test's daemon gets a private socket and state directory under tmp_path

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The memory-pressure scenario shared by tests/e2e/test_memory_pressure.py
 and bench/memory_pressure_report.py.
 

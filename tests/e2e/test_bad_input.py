@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile input to the CLI: text that is not UTF-8 on its way into JSON,
 unknown subcommands and options. Each case ends in a documented exit code
 and message (docs/cli.md), never in an abort (134) from an uncaught

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a process's cgroups allow is the outer bound: CPUs of its cpuset and
 memory left under its memory limit, checked with real cgroups (v1 here, or
 v2 with the controller enabled) that the tests create and remove."""

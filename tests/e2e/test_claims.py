@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Claims between `mlos run` instances: exclusivity, kill -9 reclamation,
 nesting inside an envelope."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Finding one's way in the CLI: "did you mean", the hint about `--`,
 examples in --help, the commit in --version, bash and zsh completion that
 offer every option --help lists, and the man pages generated from --help."""

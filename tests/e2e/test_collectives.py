@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Barrier and all-reduce on Gloo, through the published C API: ranks as
 processes on this host (tests/collectives/collective_rank.c), rendezvous in
 a FileStore directory. Correctness of every op against a reference computed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Barrier and all-reduce across "hosts": every rank runs in its own network
 namespace, whose only interface besides lo is a veth joined to a Linux
 bridge in the root namespace, and the ranks meet through a Redis server

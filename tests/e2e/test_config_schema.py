@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """packaging/mlosd.schema.json agrees with mlosd's own validation.
 
 mlosd judges a config with `--check-config --config FILE --cgroups none`
@@ -14,7 +15,8 @@ Known differences, where the schema accepts what mlosd rejects (kept as
 - memory_pressure's rules across keys (critical < moderate headroom,
   moderate headroom + hysteresis < 100, PSI trigger stall < window) when both
   keys are given; the schema checks them only against the other key's
-  default.
+  default;
+- metrics_listen's [IPV6]: inet_pton in mlosd, its characters in the schema.
 
 Needs the Python package jsonschema (>= 4.0); skipped without it.
 """

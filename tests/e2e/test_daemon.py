@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlosd end to end: jobs from the published API in daemon mode, their
 cgroups in the real hierarchy (v1 here, v2 in the VM test bed), status and metrics, kill -9 and restart,
 uid checks, malformed frames, a corrupt state file."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos status`, `mlos top` and `mlos daemon` against a real mlosd.
 
 Each test starts its own mlosd on a private socket and state directory

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlosd against a hostile or careless local user (docs/security.md): the
 daemon out of file descriptors, connections handed to other processes, a
 pid reused by a root process, a setuid program behind a user's connection,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlosd as a systemd service, without systemd: readiness, status, reloads,
 watchdog keep-alives and stopping through a fake NOTIFY_SOCKET (a datagram
 socket the test binds, as systemd's is), journal messages with priorities
@@ -15,6 +16,7 @@ import time
 
 import pytest
 
+from conftest import build_dir
 from daemon_helpers import Daemon, Started, wait_for
 
 
@@ -119,7 +121,11 @@ def test_sighup_applies_what_it_may_names_the_rest_and_refuses_a_bad_file(tmp_pa
     c = d.client()
     try:
         first = c.call("request", num_cpus=1, label="first")
-        assert first["ok"] and first["policies"] == ["thread-governor"], first
+        # The sanitizer run (scripts/sanitize_daemon.sh) builds no policy
+        # host or policies: a default that cannot be found is not attached,
+        # and the reload is then seen in its status line alone.
+        has_policies = (build_dir() / "bin" / "mlos-policyhost").exists() and (build_dir() / "policies").is_dir()
+        assert first["ok"] and first["policies"] == (["thread-governor"] if has_policies else []), first
         # Reloadable (policies.defaults) and restart-only (metrics_interval_ms) keys change.
         write_config(config, '{"policies": {"defaults": []}, /* needs a restart: */ "metrics_interval_ms": 2000}\n')
         sink.drain()

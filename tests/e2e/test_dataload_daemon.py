@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A daemon-mode job's data loader: the library starts the helper for the
 job, and it lands where mlosd put the job, checked from outside: in the
 job's own cgroups (cpuset, cpu, memory: its decoding counts against the

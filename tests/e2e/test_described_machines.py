@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Planning on machines described by MLOS_TOPOLOGY (hwloc synthetic and XML):
 `mlos topo` and `mlos run --dry-run`."""
 import json

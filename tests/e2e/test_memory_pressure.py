@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory-pressure callbacks against the real kernel (cgroup v1 here; the
 daemon's test also on v2 with per-job PSI triggers in the VM test bed): a
 job told about pressure before the OOM killer acts, and a job that sheds

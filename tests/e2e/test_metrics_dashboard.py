@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Grafana dashboard and alert rules (packaging/grafana,
 packaging/prometheus) against what a live mlosd exports: a daemon with one
 job is scraped, and scripts/check_dashboard.py must find every metric the

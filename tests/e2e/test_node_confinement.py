@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exclusive that means exclusive (docs/daemon.md, "Confinement"): while a
 root job holds exclusive CPUs, every other process of the node, started
 before or after, runs off them (read from /proc), comes back when the job

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One arbiter per node (docs/daemon.md, "One book"): with mlosd up,
 `mlos run` claims through it, so its jobs show in `mlos status` with their
 label, and exclusive CPUs are never granted twice whichever side asked

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Policy modules from the client side, against a real mlosd that uses this
 build's policies and host (Daemon passes --policy-dir build/policies and
 --policy-host build/bin/mlos-policyhost): the C calls (through
@@ -325,6 +326,13 @@ def test_policy_info_describes_the_policy_from_its_file(mlos):
     assert r.returncode == 1, mlos.describe(r)
     err = json.loads(r.stdout)["error"]
     assert err["code"] == ERR["MLOS_ERR_NOT_FOUND"] and str(POLICY_DIR) in err["message"], err
+
+
+def test_policy_info_without_mlosd_uses_the_policies_beside_mlos(mlos, tmp_path):
+    # No daemon answers: the build tree's policies (build/bin/../policies),
+    # as the wheel's mlos finds its own (tests/wheel/smoke.py).
+    j = mlos.json("policy", "info", "example", "--json", "--socket", str(tmp_path / "none.sock"))
+    assert j["dir"] == str(POLICY_DIR) and j["path"] == str(POLICY_DIR / "example.so"), j
 
 
 def test_policy_info_uses_mlosds_directory(mlos, daemon):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlosd hosting policy modules, end to end, over the raw protocol: the test
 process itself owns the jobs (it is the connecting process). The policies
 are the shipped ones (build/policies) and the misbehaving fixtures of

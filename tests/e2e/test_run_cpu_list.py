@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos run` without --cpus (every CPU the caller may use) and with
 --cpu-list (exactly those CPUs, still claimed through the book: other
 jobs' exclusive claims hold, in the embedded ledger and under mlosd)."""

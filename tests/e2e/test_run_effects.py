@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos run`: the child is confined, its memory policy and thread-pool
 environment are set, and it keeps the PID (mlos execs it)."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos run` and the CLI: exit codes and error messages as documented in
 docs/cli.md."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos run`'s start-up tuning (docs/tuning.md), seen from inside the
 child: the allocator it chose is mapped in the process (/proc/self/maps),
 its variables are in the environment, `--no-tune` leaves both alone, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos status`: listing claims, and a corrupt ledger that is reported and
 left untouched."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos top`'s interactive view in a real terminal.
 
 tmux runs `mlos top` in a detached session of a fixed size, against a
@@ -117,7 +118,7 @@ def started():
     s.stop_all()
 
 
-def test_interactive_top_meters_rows_sort_filter_resize_and_quit(mlos_bin, tmp_path, started):
+def test_interactive_top_meters_rows_sort_filter_resize_scroll_and_quit(mlos_bin, tmp_path, started):
     daemon = started(Daemon(tmp_path, cgroups="none")).start()
     env = daemon.client_env()
     # Two jobs: a training client with phases, created first (job ids
@@ -184,6 +185,29 @@ def test_interactive_top_meters_rows_sort_filter_resize_and_quit(mlos_bin, tmp_p
         tmux.run("resize-window", "-t", "top", "-x", "90", "-y", "25")
         tmux.wait(lambda s: len(s.splitlines()) <= 25 and "q Quit" in s.splitlines()[-1] and len(job_rows(s)) == 2,
                   "the view redrawn at 90x25")
+
+        # A third job, and a window with room for one job row: the last
+        # line says which rows are shown, and the keys scroll (sorted by
+        # JOB: zeta, alpha, gamma), never past either end.
+        started(subprocess.Popen([mlos_bin, "run", "--cpus", "1", "--label", "gamma", "--", "sleep", "600"], env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        lines = tmux.wait(lambda s: len(job_rows(s)) == 3, "the third job").splitlines()
+        header = next(i for i, l in enumerate(lines) if l.split()[:3] == ["JOB", "M", "LABEL"])
+        tmux.run("resize-window", "-t", "top", "-x", "90", "-y", str(header + 4))
+        tmux.wait(lambda s: "(jobs 1-1 of 3" in s and list(job_rows(s)) == ["zeta"], "one row, zeta, and the indicator")
+        tmux.keys("Down")
+        tmux.wait(lambda s: "(jobs 2-2 of 3" in s and list(job_rows(s)) == ["alpha"], "alpha after Down")
+        tmux.keys("End")
+        tmux.wait(lambda s: "(jobs 3-3 of 3" in s and list(job_rows(s)) == ["gamma"], "gamma after End")
+        tmux.keys("Down")
+        tmux.keys("k")
+        tmux.wait(lambda s: list(job_rows(s)) == ["alpha"], "alpha after Down at the end and one row up")
+        tmux.keys("Home")
+        tmux.wait(lambda s: list(job_rows(s)) == ["zeta"], "zeta after Home")
+        tmux.keys("NPage")
+        tmux.wait(lambda s: list(job_rows(s)) == ["alpha"], "alpha after PgDn (a page is one row here)")
+        tmux.run("resize-window", "-t", "top", "-x", "90", "-y", "25")
+        tmux.wait(lambda s: len(job_rows(s)) == 3 and "(jobs" not in s, "all three rows again at 90x25")
 
         # mlosd goes away: the view says so and keeps running.
         daemon.stop()

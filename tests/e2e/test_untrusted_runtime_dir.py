@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A runtime directory others may write to is refused: shared runs go ahead
 unrecorded with a warning (other claims still respected), exclusive ones
 fail, and nothing is written into the directory."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A ClaimBroker that plans on a given topology with no ledger, and records
 // releases; for engine tests.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An in-memory cgroup2 filesystem that enforces the kernel's rules
 // (Documentation/admin-guide/cgroup-v2.rst), so a driver tested against it
 // fails here where it would fail on a real machine:

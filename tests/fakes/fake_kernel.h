@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // An os::Kernel that records every call and keeps thread state in memory,
 // with switches to make calls fail; for engine tests that must count system
 // calls or exercise failures the real kernel will not produce on demand.

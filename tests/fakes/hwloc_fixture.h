@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A topology from an hwloc description ("synthetic:..." or "xml:<file>"),
 // for tests of placement logic on machines this one is not. A description
 // that does not load fails the calling test and gives an empty topology.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays a fuzz target's corpus as an ordinary test: runs
 // LLVMFuzzerTestOneInput on every file of the directories given as
 // arguments. Built with any compiler; libFuzzer itself is only needed to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: ClaimLedger::parse. Properties: never crashes or throws;
 // a parsed ledger serializes to text that parses to the same serialization.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: CpuSet::parse_list. Property: whatever parses prints back to
 // a list that parses to the same set.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the control-socket frame decoder, fed in chunks whose sizes
 // come from the input. Properties: never crashes or throws; once it reports
 // an error it keeps reporting it; every frame it returns re-encodes to bytes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: a policy host's reply (policy/policy_protocol.h), what the
 // manager reads from an untrusted process. The input is JSON text.
 // Properties: parse_host_reply never throws or crashes; what it accepts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the /proc and cgroup text parsers. Property: never crash,
 // and a parsed stat line has a state character and non-negative pid fields.
 #include <cstdint>

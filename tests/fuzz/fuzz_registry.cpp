@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: mlosd's registry loader (snapshot + journal). The input is
 // split at its first NUL: the part before is the snapshot file, the rest
 // the journal. Properties: never crash or throw; a registry that loads has

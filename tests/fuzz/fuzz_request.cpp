@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes what mlosd does with requests: the input is a byte stream of
 // frames (as a client would send), decoded with FrameDecoder and executed by
 // handle_request against a JobManager over a fake cgroup2 and fake

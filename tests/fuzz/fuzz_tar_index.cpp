@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: index_tar (src/dataload/tar_index.h). Properties: it never
 // reads outside the archive, and every member it returns lies inside it,
 // in order, not overlapping the next one's header.

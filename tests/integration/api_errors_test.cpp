@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every entry point rejects bad input with its documented code and changes
 // nothing; released and made-up handles are recognised. (Out-of-range enum
 // values are passed from tests/c/api_c_test.c: in C they are well-defined,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Input a careless or hostile caller can pass that the type system does not
 // rule out: a struct_size larger than the struct, a made-up pthread_t, a
 // buffer range that wraps the address space. Each must get its documented

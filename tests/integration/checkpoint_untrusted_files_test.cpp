@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A checkpoint directory is not trusted: a FIFO named like a checkpoint must
 // not make the reader wait forever, and a prefix must not make hidden files.
 // Calls that hung before the fix run in a forked child under alarm(), so a

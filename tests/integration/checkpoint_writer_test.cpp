@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint writer and reader through the public API, on the real
 // file system: round trips, sequences, retention, stale temporaries, async
 // saves and their locked staging memory, the job budget, argument errors,

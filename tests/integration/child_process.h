@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Runs a function in a forked child and collects what it reports through a
 // pipe; used for tests that need another process (other claims, other
 // credentials). The child must only be forked while the test process has no

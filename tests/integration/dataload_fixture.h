@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Shared by the data loader's integration tests: a 12-sample ImageFolder
 // of the fixture images, options for it, a loader handle that stops
 // itself, and one epoch run to completion.

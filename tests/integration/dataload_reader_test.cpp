@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the data loader's helper reads and how many threads it lets decode:
 // io_uring against pread (same batches, the reader named in stats and
 // notes), the read-ahead counted against the job's memory, and the worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data loader (include/mlos/dataload.h) end to end: a real helper
 // process decoding a small ImageFolder into the trainer's pool. Checked
 // from outside: the helper's /proc status (seccomp, CPUs, user), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A forked child inherits its parent's handles but not its jobs: it can
 // neither re-pin nor renice the parent's threads nor free its claim.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A job for a test: one CPU, not exclusive, with `memory_bytes` (0: no
 // budget). A failed request is a test failure (and nullptr).
 #pragma once

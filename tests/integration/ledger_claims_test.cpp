@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Claims across processes: exclusive CPUs never overlap, shared ones may,
 // a SIGKILLed owner's claim is reclaimed, a reused PID is not mistaken for
 // the owner, and a corrupt ledger changes nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoint buffers are locked and prefaulted (VmLck grows by their size);
 // registered gradient buffers are locked from BACKWARD until IDLE.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory-pressure API on the real kernel, in this process: figures
 // that match /proc and the job's budget, a callback for a job whose own
 // allocation eats its memory_bytes, the environment's thresholds, notes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy-module entry points through the shared library: every
 // argument is checked (with its documented code) before anything is sent,
 // and the embedded engine serves the policies itself, from the host and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Without privileges (an unprivileged user: no CAP_SYS_NICE, no
 // CAP_IPC_LOCK, a small RLIMIT_MEMLOCK, a ledger it cannot write), every
 // call still works or fails cleanly, the phase is still recorded, and the

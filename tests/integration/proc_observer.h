@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reads what the kernel reports about this process's threads, from /proc
 // and ioprio_get(2): how integration tests check effects from outside the
 // library.

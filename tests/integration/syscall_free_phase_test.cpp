@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The promise that a phase change whose OS settings do not change costs no
 // system call (not even a listing of /proc/self/task for threads created
 // since the last change), checked by the kernel itself: the calls run in a child under

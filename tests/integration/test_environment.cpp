@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gives each integration test process a private ledger directory, created
 // under $MLOS_RUNTIME_DIR when set (ctest sets one per build) or /tmp, so
 // tests that ctest runs in parallel never see each other's claims and a

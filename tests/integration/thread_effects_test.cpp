@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bind_thread and set_phase change what the kernel reports for the thread,
 // and release puts it back. Every check reads /proc or ioprio_get(2).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Phases reach the job's whole thread set: threads the program creates after
 // its request (as torch creates its intra-op pool), never bound, get each
 // phase's nice and I/O priority at the next change that alters settings, as

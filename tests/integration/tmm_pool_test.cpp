@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor pools (include/mlos/tmm.h) against the real kernel: buffers,
 // reuse, errors that change nothing, and effects read from outside the
 // library (VmLck, get_mempolicy, move_pages, memfd seals, fstat).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A thread that idles until told to stop, and reports its kernel tid.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A process that allocates anonymous memory steadily, for the memory-
  * pressure tests. Usage:
  *   mlos_memory_hog STEP_MB INTERVAL_MS TARGET_MB HOLD_MS [CGROUP_DIR [CROSS_BYTES...]]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A training-like loop for the memory-pressure tests, written against the
  * published API only. Usage:
  *   mlos_pressure_trainer MODE CACHE_MB WORK_MB SECONDS [BUDGET_MB]

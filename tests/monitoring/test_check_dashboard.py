@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/check_dashboard.py against hand-written scrapes, and the shipped
 dashboard and alert rules against what mlosd exports (no daemon needed).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v1 driver on this machine's real hierarchy: limits land in
 // cgroupfs, an attached process is confined by the kernel to the cgroup's
 // CPUs, and removal fails while a process is inside. Skipped where the

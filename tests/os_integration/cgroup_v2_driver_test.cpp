@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v2 driver on a real unified hierarchy: limits land in
 // cgroupfs and the kernel enforces them, controllers are delegated top-down
 // and a parent holding processes is refused with the reason, released

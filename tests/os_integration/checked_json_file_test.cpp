@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // State files that prove they are whole: round trip, and every way a file
 // can be untrustworthy is reported and leaves the file as it was.
 #include "os/checked_json_file.h"

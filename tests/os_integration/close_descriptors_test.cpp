@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Closing all descriptors but some, by close_range and by the /proc/self/fd
 // listing used on kernels without it: checked from the parent, which lists
 // /proc/<child>/fd while the child waits.

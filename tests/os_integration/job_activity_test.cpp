@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's activity counters in its phase page, driven through the C API:
 // barriers, all-reduces and checkpoint saves of a handle whose grant carries
 // the sink mlosd's broker gives a job (PagePhaseSink over a sealed memfd),

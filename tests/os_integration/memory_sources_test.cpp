@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory-pressure sources on the real kernel: PSI triggers under the
 // privileged and unprivileged window rules, v1 usage-threshold eventfds
 // firing when a child's allocation crosses them, and the figure parsers.

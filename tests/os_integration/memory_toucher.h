@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A forked child for the cgroup driver tests that touches fresh memory on
 // command, so that what it charges lands in whatever cgroup it is in then.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SO_PEERCRED names the connecting process and user as the kernel saw them:
 // a child that became user nobody is seen as nobody, with its own pid.
 #include "os/peer_credentials.h"

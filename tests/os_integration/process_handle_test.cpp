@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Processes held by pidfd, on the real kernel: the peer of a socket, a
 // process that exits, a pid that is reused (forced through ns_last_pid), a
 // process that changed user, and what /proc liveness says when the caller

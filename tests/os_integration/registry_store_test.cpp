@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd's registry on real files: a change costs one journal line whatever
 // the number of jobs, a torn last line is dropped, a damaged one refused
 // with the files untouched, and a compaction interrupted between its two

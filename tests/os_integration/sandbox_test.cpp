@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy host's confinement (os/sandbox), checked by the kernel: each
 // test forks a child that confines itself, and the test reads the effect
 // from outside (/proc/<pid>/status and limits, the child's fate under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A forked child connected to the test by a socketpair: the child confines
 // itself and reports over its end, one line at a time; the test looks at
 // the child from outside (/proc/<pid>/status, limits, fd) while the child

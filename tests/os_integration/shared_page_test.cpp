@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A phase page in a sealed memfd, written by one process and read by
 // another through the inherited descriptor.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SigpipeGuard on the real kernel: a write to a socket whose peer is gone
 // fails with EPIPE inside the guard instead of killing the process, leaves
 // no SIGPIPE pending, and restores the thread's mask. Each case runs in a

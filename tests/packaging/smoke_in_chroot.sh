@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Smoke test of the Debian packages (scripts/build_debs.sh) in a Debian 12
 # chroot, never on this machine's own system: install the four packages with
 # apt (dependencies from the mirror), run mlosd from them and a job through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The embedded engine's policy service (engine/embedded_policies.h) with
 // real host processes: advice reaches the job, hosts outlive the thread
 // that asked for them, phases reach the policies, what needs a cgroup is

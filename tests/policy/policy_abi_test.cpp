@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Modules the host refuses to run (include/mlos/policy.h's ABI checks),
 // names that are not in the directory, and configs a policy refuses: each
 // is the requester's answer, nothing is kept loaded, and the manager serves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scan_policy_dir on real directories: which files are trusted as policies
 // and why the others are skipped.
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a running host looks like from outside (/proc): the seccomp filter,
 // no new privileges, the address-space limit, nice 10, and, when started as root,
 // the identity of nobody.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policies that crash, hang, flood memory, break the protocol, make
 // forbidden system calls or ask for what is not theirs. Each costs only
 // itself: its host is killed and reaped, the jobs it advised are reset to

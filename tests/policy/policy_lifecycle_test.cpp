@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The life of a loaded policy: one host shared by every job that uses it,
 // events delivered to it, unloaded a grace period after its last job goes,
 // restarted with growing backoff after failures.

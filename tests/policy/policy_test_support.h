@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the policy tests share: a PolicyHosts whose callbacks record every
 // apply and reset, serve figures from a table and read a clock the test
 // moves by hand, plus helpers to poll until something happens.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policies mlOS ships (policies/), loaded from the build tree the way
 // mlosd loads them from its policy directory.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the installed mlos_training package (scripts/test_wheel.sh builds the wheel).
 
 Run with the interpreter the package is installed in (scripts/test.sh uses

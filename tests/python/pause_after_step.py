@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A plain PyTorch loop with no mlOS in it that pauses `argv[1]` seconds
 after each optimizer step (logging, a sleep): the zero-code test runs it
 under `mlos run --profile` and compares OPTIMIZER time with and without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a Python process-group test; prints one JSON line per result.
 
   pg_rank.py ops        every dtype and op over sizes 0, 1, 7, 1000 (torch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A torchrun worker for test_torchrun_ranks.py: after a matmul (so torch's
 intra-op pool exists), writes what this rank runs on, read from /proc, to
 OUTDIR/rank<LOCAL_RANK>.json. Unmodified with respect to mlOS: everything it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Saves a 24 MB state to argv[1] forever, with a growing version; argv[2]
 "1": inside mlos_checkpoint (atomic), "0": plain torch.save. Prints
 "saved" after the first complete save."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AsyncCheckpointer (issue 15 point 7): an asynchronous durable save of a
 state dict through the job's locked staging and the C writer. Checked: the
 file loads with torch.load and verifies with the library's checksum; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad arguments from Python: the package's rule (mlos_training/errors.py)
 is TypeError for an object of the wrong type and MLOSError(INVALID_ARGUMENT)
 naming the argument for a value the library cannot take, including values

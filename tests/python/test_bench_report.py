@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark suite's plots (bench/suite/report.py), read back through
 matplotlib's objects, not pixels: a legend naming every kind of bar, each
 bar's median written on it with its unit, the better direction, the commit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The core bindings: effects seen from /proc, and every refusal an
 MLOSError with the library's code and message."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ImageLoader from Python: where a torch DataLoader goes, batches as
 tensors on the loader's shared slots (no copy), every sample once per
 epoch, set_epoch, sharding, bad files reported, a helper's death raised,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MLOSProcessGroup: ranks as processes (pg_rank.py), checked against
 references computed here; the group used next to torch.distributed (its
 default store) and under torchrun (MASTER_ADDR/MASTER_PORT, no MLOS_STORE);

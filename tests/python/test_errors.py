@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The error table, the exception families, and phases and reductions by
 name. The table is generated from include/mlos/errors.h at build time; these
 tests fail when the header gains a code the Python side does not place in a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Locked memory from Python (issue 15 point 8): checkpoint buffers as
 tensors without a copy, registered gradient storage locked per phase, and
 the LOCK_LIMIT and budget errors, all checked in /proc/self/status."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Policy modules from Python: argument errors; embedded mode, served by
 the policy host and policies installed with the package
 (mlos_training/mlos/); and, against a real mlosd from the build

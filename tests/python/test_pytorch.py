@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlos_training.pytorch with a real torch: thread pools sized to the
 allocation, DataLoader workers placed (read from /proc), phases counted by
 the automatic hooks, an atomic torch.save that survives SIGKILL mid-save,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AdvisedThreads: the pool follows the allocation's advice (made-up
 advice), then the real effect: an unmodified CPU-bound torch loop under
 `mlos run --cpus 2` shrinks its pool to one thread while a CPU-bound

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Phases reach every thread of a torch job, not only the bound one
 (docs/phases.md): torch's intra-op pool, created after the job's request,
 takes each phase's nice, read from /proc/self/task/<tid>/stat. Run in a

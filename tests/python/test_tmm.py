@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tensor pools from Python: torch and numpy views without a copy (the
 data pointer lies in the pool's mapping), lifetimes (a view keeps its
 buffer; release twice or after close is an error, never a crash), the

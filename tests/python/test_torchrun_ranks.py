@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`mlos run --cpus 2 -- torchrun --nproc-per-node 2 script.py` (issue 15,
 point 4): each local rank gets its own share of mlos run's CPUs and a
 thread pool sized to it, read from /proc inside each rank (every thread's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Ultralytics integration, on real (short, offline) YOLOv8n training
 runs in subprocesses (yolo_train.py): phases counted, torch's threads and
 DataLoader workers' CPUs read from the training process and /proc, last.pt

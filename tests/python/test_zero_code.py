@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zero-code-change mode: an unmodified PyTorch script (unmodified_train.py)
 under `mlos run --cpus 1 --profile` gets the allocation, torch's pool sized
 to it, DataLoader workers on its CPUs (read from /proc by the workers), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A plain PyTorch training script with no mlOS in it: the zero-code-change
 test runs it under `mlos run`. Prints one JSON line of what it saw."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A short, offline Ultralytics YOLOv8n training run for the integration
 tests. Prints one JSON line of what it observed from outside the
 integration: torch threads and main-thread CPUs during training, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Type-checked, never run: the public API as a user's code calls it,
 checked by mypy against the installed package (py.typed, the _core stubs)
 in scripts/test.sh. A wrong annotation or a missing py.typed fails there."""

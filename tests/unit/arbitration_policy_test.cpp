@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Phases to CPU weights: the default ordering, priority scaling, and strict
 // configuration.
 #include "daemon/arbitration_policy.h"

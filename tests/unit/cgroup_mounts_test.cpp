@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding the cgroup hierarchies in /proc/self/mountinfo, and job names.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v2 driver against an in-memory cgroup2 that enforces the
 // kernel's rules (tests/fakes/fake_cgroup_v2_fs.h), and checks of that model.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint file format: the footer round-trips, and every kind of
 // damage is rejected with a message naming the check that failed.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClaimLedger: JSON round trip, corrupt input, pruning dead owners (PID
 // reuse included), and the usage a request competes with.
 #include "core/claim_ledger.h"

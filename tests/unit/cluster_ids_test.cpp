@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cluster_ids_of: pod UIDs and Slurm job ids from the layouts kubelet and
 // slurmd give their cgroups.
 #include "daemon/cluster_ids.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_reload: what a reload applies and what waits for a restart.
 #include "daemon/config_reload.h"
 

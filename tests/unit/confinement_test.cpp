@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node-wide confinement (daemon/confinement) on an in-memory cgroup2 tree
 // that enforces the kernel's rules, with /proc facts faked: which processes
 // move to <base>/shared, which are left alone, which cgroups are narrowed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CpuSet: the kernel list format ("0-3,8,10-11") and set algebra.
 #include "core/cpu_set.h"
 

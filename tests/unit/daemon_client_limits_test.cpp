@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client keeps to the request limit mlosd reads with: an oversized
 // request is refused before it is sent, and the connection stays usable.
 // The peer here is a stand-in that decodes requests as mlosd does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd's configuration (daemon/daemon_config): defaults, merging a JSON
 // config, rejecting a bad one whole, reading it from a file, and printing
 // the effective configuration back in the file's format.
@@ -145,6 +146,16 @@ TEST(DaemonConfigTest, MergeKeepsKeysNotGiven) {
   EXPECT_EQ(c.cgroups, "auto");
 }
 
+TEST(DaemonConfigTest, RootOnlyConnectionsAreValidButWarned) {
+  DaemonConfig c;
+  EXPECT_TRUE(c.warnings().empty()) << "the defaults warn of nothing";
+  ASSERT_TRUE(c.merge({{"max_clients", 8}}));  // the default reserve is 8
+  ASSERT_EQ(c.warnings().size(), 1u);
+  EXPECT_NE(c.warnings()[0].find("only root can connect"), std::string::npos) << c.warnings()[0];
+  ASSERT_TRUE(c.merge({{"quotas", {{"root_reserved_connections", 7}}}}));
+  EXPECT_TRUE(c.warnings().empty());
+}
+
 // A bad config is refused as INVALID_ARGUMENT and changes nothing, not even
 // the valid keys that come with it (which json orders before or after it).
 class DaemonConfigRejectTest : public ::testing::Test {
@@ -227,6 +238,16 @@ TEST_F(DaemonConfigRejectTest, FractionalSampleInterval) {
 
 TEST_F(DaemonConfigRejectTest, HugeMaxClientsDoesNotWrap) {
   expect_rejected({{"max_clients", (uint64_t{1} << 32) + 8}}, "max_clients");
+}
+
+TEST_F(DaemonConfigRejectTest, MetricsListenTypo) {
+  expect_rejected({{"metrics_listen", "127.0.0.1:99999"}}, "metrics_listen");
+  expect_rejected({{"metrics_listen", "http://localhost:9464"}}, "metrics_listen");
+}
+
+TEST_F(DaemonConfigRejectTest, MemoryQuotaPastUint64) {
+  // 2^64 parses as a double: said to be out of range, not negative.
+  expect_rejected(json::parse(R"({"quotas": {"memory_bytes_per_uid": 18446744073709551616}})"), "2^64-1");
 }
 
 TEST_F(DaemonConfigRejectTest, RelativeStateDir) { expect_rejected({{"state_dir", "state"}}, "state_dir"); }

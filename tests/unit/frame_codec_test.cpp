@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control-socket framing: round trips across arbitrary chunking, and
 // every malformed frame poisons the decoder with a clear error.
 #include "daemon/frame_codec.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rendezvous configuration from the call and the launcher's environment:
 // what is taken from where, and every refusal naming its cause.
 #include "collectives/group_config.h"

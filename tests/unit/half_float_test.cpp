@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // binary16 and bfloat16 conversions against known encodings, round trips
 // of every half, and ties rounding to even.
 #include "collectives/half_float.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JobManager's side of policy modules without any host process: the
 // callbacks PolicyHosts would call (apply, reset) are taken from the
 // manager and called directly, so the grant checks and the taking back of

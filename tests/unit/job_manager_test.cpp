@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd's job logic (daemon/job_manager) with every dependency injected: a
 // synthetic 2-node topology, the cgroup v2 driver over an in-memory cgroupfs
 // that enforces the kernel's rules, the registry file in a temp directory,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job metrics in the Prometheus text format: exact series and values, series
 // following jobs as they come and go, and promtool's verdict on the output.
 #include "daemon/job_metrics.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policy-module calls of a Job: forwarded for its claim to the broker; a
 // broker without a policy service refuses them (UNSUPPORTED, with the
 // reason; the embedded engine's service is tests/policy/

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd's job registry: JSON round trip, strict validation, and the
 // reconciliation plan a restarting daemon follows.
 #include "daemon/job_registry.h"

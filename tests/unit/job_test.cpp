@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job (engine logic) over a fake kernel: which system calls a phase change
 // makes, what release restores, and how missing privileges degrade.
 #include <gtest/gtest.h>

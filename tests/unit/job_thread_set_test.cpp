@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job's whole thread set (engine logic over a fake kernel): threads of
 // the process that no job has follow the phases from the first change that
 // alters settings after they appear; an unchanged phase lists nothing; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data loader's messages: every message survives encode/decode, and
 // anything malformed (wrong types, missing or out-of-range fields, unknown
 // ops, not an object, too many slots) is refused by name, never crashes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The embedded feed over a fixture /proc and a fixture cgroup v2 tree: it
 // finds the nearest limited cgroup from /proc/<pid>/{mountinfo,cgroup},
 // reports its working set against memory.max, and keeps the tightest of

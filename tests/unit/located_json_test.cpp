@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_located_json: comments, key positions by JSON pointer, and syntax
 // errors as line:column.
 #include "core/located_json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Levels from figures: entry at once, exit only after the hysteresis margin
 // held for hold_ms; kernel events; thresholds from the environment.
 #include "core/memory_pressure.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryWatch and MemoryCallbacks over a scripted feed: delivery order,
 // late registrants, coalescing behind a slow callback, unregistering from
 // inside a callback, exceptions, stop.

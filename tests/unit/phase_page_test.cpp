@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The phase page's seqlock protocol: what a reader sees after each publish,
 // and that concurrent reads never observe a half-written record; its
 // activity counters: exact totals from concurrent writers, and no figures

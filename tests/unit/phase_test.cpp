@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PhasePolicy (the default phase table, nice shifting and clamping, I/O
 // priority encoding) and PhaseProfile (per-phase time and counts on a fake
 // clock).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_placement with a strict memory binding: the bound nodes' free memory
 // must cover memory_bytes, since the kernel cannot fall back elsewhere.
 #include <gtest/gtest.h>

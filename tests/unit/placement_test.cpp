@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_placement: choosing a NUMA node and CPUs for a request, inside the
 // allowed CPUs, around other claims, with memory steering the node choice.
 #include "core/placement.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy host protocol (policy/policy_protocol.h): what one side
 // writes the other reads back unchanged, and anything a well-behaved host
 // would not send is refused, naming what is wrong.

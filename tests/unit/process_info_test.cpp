@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // os/process_info: the pure /proc parsers, and the readers pointed at
 // fixture trees (proc_root, sys_root) built in a temp dir at test time.
 #include "os/process_info.h"

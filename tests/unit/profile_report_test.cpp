@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The human phase profile: seconds, shares of the job's life, entries, and
 // the communication line only when there were collectives.
 #include "core/profile_report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Splitting an allocation between local ranks (core/rank_share) and deciding
 // when a process is a rank to split (engine/rank_bound), on synthetic
 // topologies and an injected environment.

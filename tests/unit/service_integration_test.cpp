@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The systemd side of mlosd, in-process: sd_notify messages sent to a fake
 // NOTIFY_SOCKET (a datagram socket this test binds), the watchdog's
 // keep-alive pacing, JOURNAL_STREAM detection and journal field names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Size classes and the arena's free ranges: the pure logic of tensor pools.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Topology: the hand-built uniform model, and os::load_topology from hwloc
 // synthetic descriptions and XML fixtures (including a GPU on one node).
 #include "core/topology.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which THP setting governs a tensor pool's arena, read from a fixture
 // sysfs tree: the per-size file unless it says "inherit".
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos run's choice between start-up settings across runs of one command
 // (src/tune/tuning_decision.h).
 #include "tune/tuning_decision.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-command store of mlos run's tuning (src/tune/tuning_store.h) and
 // where allocators are found (src/tune/allocator_library.h).
 #include "tune/tuning_store.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-uid quota rules and their config parsing (pure logic).
 #include "daemon/user_quotas.h"
 

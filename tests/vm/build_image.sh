@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds (or finds cached) the VM test bed's guest: a Debian 12 root file
 # system with systemd as init, Debian's own kernel and its initramfs, and the
 # runtime libraries the project's build links against. Prints the cache

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The VM test bed: boots Debian 12's kernel under QEMU with 4 vCPUs in 2
 # NUMA nodes of unequal memory, cgroup v2 only and systemd as init, installs
 # this build in it and runs tests/vm/guest (pytest) there as root with every

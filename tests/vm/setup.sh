@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what the VM test bed needs on the host (Debian 12, as root):
 # QEMU, debootstrap and e2fsprogs. Idempotent. tests/vm/run.sh calls it.
 set -euo pipefail

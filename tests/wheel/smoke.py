@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke test of an installed mlos-training wheel, run by scripts/test_wheel.sh
 with the python of a fresh venv (no torch, no numpy, nothing from the
 source tree on sys.path):
@@ -7,6 +8,7 @@ source tree on sys.path):
 Prints one line per check and "N passed, 0 failed"; exits 1 on the first
 failure. The environment names a private MLOS_RUNTIME_DIR and MLOS_MODE=embedded."""
 import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
@@ -87,4 +89,10 @@ with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies={"example"
     except m.MLOSNotFoundError as e:
         check("an unknown policy is MLOSNotFoundError, naming the bundled directory",
               str(pkg / "mlos" / "policies") in str(e) or "mlos/policies" in str(e), str(e))
+# The CLI finds the bundled policies without mlosd (none runs here): next to
+# itself in the package, not in the build machine's install prefix.
+out = subprocess.run([mlos, "policy", "info", "example", "--json"], capture_output=True, text=True,
+                     env={**os.environ, "MLOS_DAEMON_SOCKET": os.path.join(os.environ.get("MLOS_RUNTIME_DIR", "/nonexistent"), "no-mlosd.sock")})
+check("mlos policy info finds the bundled policy", out.returncode == 0 and
+      str(pkg / "mlos" / "policies") in json.loads(out.stdout).get("dir", ""), out.stdout + out.stderr)
 print(f"{passed} passed, 0 failed")

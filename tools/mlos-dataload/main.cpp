@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos-dataload: the data-loading helper libmlos starts for a trainer
 // (include/mlos/dataload.h). It takes no arguments: its socket is fd 3 and
 // the trainer's batch arena fd 4; everything else comes over the socket.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos-policyhost: runs one policy module out of harm's way. Started by
 // mlosd (or libmlos) with one end of a socketpair; confines itself (drops
 // root for an unprivileged user, no new privileges, rlimits, only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Output conventions shared by mlos commands: exit codes, JSON envelope,
 // size parsing. See docs/cli.md.
 #pragma once

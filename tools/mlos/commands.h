@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The mlos subcommands. Each returns the process exit code (cli_output.h).
 #pragma once
 

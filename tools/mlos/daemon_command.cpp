@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos daemon: runs mlosd with the given arguments (exec, so mlosd keeps
 // the PID, the terminal and the exit status).
 #include <unistd.h>

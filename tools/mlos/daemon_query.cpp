@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon_query.h"
 
 #include "mlos/errors.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // How mlos reaches mlosd: "status" (every page) or one other request over
 // daemon::DaemonClient.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos status` over mlosd: its "status" reply as JSON for --json, and as
 // a text table. Pure functions of the reply (no I/O), tolerant of missing
 // or null fields (shown as "-"), so an older or newer mlosd still renders.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "did_you_mean.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // "Did you mean" for mistyped subcommands and options.
 #pragma once
 

@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "install_paths.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -24,6 +26,15 @@ std::vector<std::string> policy_host_candidates() {
   return out;
 }
 
-std::string default_policy_dir() { return policy::installed_policy_dir(); }
+std::string default_policy_dir() {
+  if (const std::string dir = own_directory(); !dir.empty()) {
+    const std::string parent = dir.substr(0, dir.rfind('/'));
+    for (const std::string& candidate : {dir + "/policies", parent + "/policies"}) {
+      struct stat st {};
+      if (stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return candidate;
+    }
+  }
+  return policy::installed_policy_dir();
+}
 
 }  // namespace mlos::cli

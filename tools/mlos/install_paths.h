@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Where mlos finds its sibling programs and data: next to its own binary
 // (a build tree's bin/), else where `cmake --install` put them.
 #pragma once
@@ -14,8 +15,12 @@ std::string own_directory();
 // the install location (${CMAKE_INSTALL_FULL_LIBEXECDIR}/mlos).
 std::vector<std::string> policy_host_candidates();
 
-// The policy directory an installed mlosd uses by default
-// (${CMAKE_INSTALL_FULL_LIBDIR}/mlos/policies).
+// The policy directory of this mlos when no daemon names one: the first
+// that exists of policies/ next to mlos (the Python wheel's
+// mlos_training/mlos/), ../policies (a build tree's build/bin/), and the
+// directory an installed mlosd uses by default
+// (${CMAKE_INSTALL_FULL_LIBDIR}/mlos/policies), which is also the answer
+// when none exists.
 std::string default_policy_dir();
 
 }  // namespace mlos::cli

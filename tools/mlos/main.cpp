@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos: command-line tool of mlOS. See docs/cli.md.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
               "(runs mlos-policyhost --describe on its file; needs no mlosd)"));
   policy_info->add_option("name", policy.name, "The policy")->required();
   policy_info->add_option("--dir", policy.dir,
-                          "Policy directory (default: mlosd's, else the installed " + default_policy_dir() + ")");
+                          "Policy directory (default: mlosd's, else this mlos's " + default_policy_dir() + ")");
   policy_info->add_option("--policy-host", policy.host,
                           "The mlos-policyhost binary (default: next to mlos, else the installed one)");
   auto* policy_load = add_common(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos policy list|info|load|unload: mlosd's policy modules (docs/cli.md,
 // "mlos policy"). list, load and unload ask mlosd; info asks the policy
 // itself, through mlos-policyhost --describe, so it works without mlosd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos policy info`: a policy's self-description, asked of the policy
 // itself by running `mlos-policyhost --describe` on its file. The policy's
 // code runs only in that confined host process, never in mlos.

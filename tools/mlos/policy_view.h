@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos policy` output: mlosd's "policies" reply and a policy's
 // self-description as text. Pure functions, tolerant of missing or null
 // fields ("-"), like daemon_view.h.

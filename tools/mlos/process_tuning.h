@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What `mlos run` chose for a running job's process (docs/tuning.md), read
 // from outside: the MLOS_TUNE_CHOICE its command was exec'd with, in
 // /proc/<pid>/environ (the environment at exec, which is what mlos run

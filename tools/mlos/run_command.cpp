@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos run: run an unmodified program inside an allocation.
 //
 // mlos claims the CPUs as an *envelope* owned by its own PID, applies the

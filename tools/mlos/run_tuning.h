@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mlos run's start-up tuning (docs/tuning.md): before CMD is exec'd, the
 // allocator and its options are chosen for CMD from what earlier runs of
 // the same command measured, and set in the environment CMD inherits

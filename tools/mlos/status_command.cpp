@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos status: the claims on this machine.
 #include <ctime>
 #include <iostream>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The clocks mlos top reads: seconds for refresh pacing (monotonic) and the
 // wall-clock time its header shows.
 #pragma once

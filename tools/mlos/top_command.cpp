@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos top: the daemon's jobs, refreshed every --interval seconds: the
 // interactive view (top_screen.h) on a terminal, else the plain table
 // (top_view.h), which --batch and --iterations also choose.

@@ -1,6 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "top_keys.h"
 
+#include <algorithm>
+#include <climits>
+
 namespace mlos::cli {
+
+void TopInput::fit_scroll(int rows, int shown) {
+  page_ = std::max(1, shown);
+  scroll_ = std::clamp(scroll_, 0, std::max(0, rows - page_));
+}
 
 TopAction TopInput::handle(const KeyPress& key, TopModel& model) {
   if (key.key == TopKey::kResize) return TopAction::kNone;
@@ -38,6 +47,13 @@ TopAction TopInput::handle(const KeyPress& key, TopModel& model) {
     case TopKey::kEscape: model.set_filter(""); return TopAction::kNone;
     case TopKey::kHelp: help_ = true; return TopAction::kNone;
     case TopKey::kRefresh: return TopAction::kRefresh;
+    // Past either end for now; fit_scroll brings it back before drawing.
+    case TopKey::kUp: scroll_ = std::max(0, scroll_ - 1); return TopAction::kNone;
+    case TopKey::kDown: scroll_ += 1; return TopAction::kNone;
+    case TopKey::kPageUp: scroll_ = std::max(0, scroll_ - page_); return TopAction::kNone;
+    case TopKey::kPageDown: scroll_ += page_; return TopAction::kNone;
+    case TopKey::kHome: scroll_ = 0; return TopAction::kNone;
+    case TopKey::kEnd: scroll_ = INT_MAX / 2; return TopAction::kNone;
     default: return TopAction::kNone;
   }
 }

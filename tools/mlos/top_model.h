@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos top`'s interactive view, without the terminal: what the screen
 // shows (per-CPU meters with the jobs on each CPU, job rows) and the user's
 // choices (sort column, filter). Pure: fed with mlosd's status reply and

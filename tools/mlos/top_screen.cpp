@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "top_screen.h"
 
 #include <algorithm>
@@ -106,7 +107,8 @@ class Screen {
  public:
   Screen(const TopScreenOptions& options, const Palette& palette) : options_(options), palette_(palette) {}
 
-  void draw(const TopModel& model, const TopInput& input) {
+  // Not const: the job list fits the input's scroll to what it shows.
+  void draw(const TopModel& model, TopInput& input) {
     erase();
     if (input.help()) {
       draw_help();
@@ -114,7 +116,7 @@ class Screen {
       int y = draw_header(model);
       y = draw_meters(model, y);
       y = draw_summary(model, y);
-      draw_jobs(model, y + 1);
+      draw_jobs(model, input, y + 1);
       draw_footer(model, input);
     }
     refresh();
@@ -193,7 +195,7 @@ class Screen {
     return y + 1;
   }
 
-  void draw_jobs(const TopModel& model, int y) {
+  void draw_jobs(const TopModel& model, TopInput& input, int y) {
     std::string header;
     std::vector<std::pair<int, std::string>> titles;  // x, title of the sort column
     for (const auto& c : kColumns) {
@@ -210,11 +212,17 @@ class Screen {
     for (const auto& c : kColumns) fixed += c.width ? c.width + 1 : 0;
     const int bar = std::max(kMinBar, COLS - fixed);
     const auto rows = model.rows();
-    int shown = 0;
-    for (const auto& r : rows) {
-      const int row = y + 1 + shown;
-      if (row > last) break;
-      ++shown;
+    const int total = static_cast<int>(rows.size());
+    // Lines y+1..last hold rows; when not all fit, the last of them says
+    // which rows are shown (unless there is room for one row only).
+    const int room = std::max(0, last - y);
+    const int capacity = total > room ? std::max(std::min(room, 1), room - 1) : room;
+    input.fit_scroll(total, capacity);
+    const int first = input.scroll();
+    const int shown = std::min(capacity, total - first);
+    for (int i = 0; i < shown; ++i) {
+      const TopJobRow& r = rows[static_cast<size_t>(first + i)];
+      const int row = y + 1 + i;
       const std::string cells[] = {std::to_string(r.job), std::string(1, r.mark), r.label, r.pid, r.cpus_text,
                                    r.phase, percent(r.cpu_percent), memory_text(r), pressure_name(r.pressure)};
       int x = 0;
@@ -237,9 +245,11 @@ class Screen {
         put(row, x, std::string(1, letters[i]), attr);
       }
     }
-    if (static_cast<int>(rows.size()) > shown && last >= y + 1) {
-      put(last, 0, "(" + std::to_string(rows.size() - static_cast<size_t>(shown) + 1) +
-                       " more jobs: enlarge the window or filter with /)", A_DIM);
+    if (total > shown && shown < room) {
+      put(y + 1 + shown, 0,
+          "(jobs " + (shown > 0 ? std::to_string(first + 1) + "-" + std::to_string(first + shown) : std::string("none")) +
+              " of " + std::to_string(total) + ": Up/Down, PgUp/PgDn, Home/End scroll; / filters)",
+          A_DIM);
     }
     if (rows.empty() && model.unavailable().empty()) {
       put(y + 1, 0, model.total_jobs() == 0 ? "no jobs" : "no job's label contains \"" + model.filter() + "\"", A_DIM);
@@ -270,6 +280,8 @@ class Screen {
         "  /, F4           filter jobs by label (as you type; Enter keeps it, Esc clears it)",
         "  Esc             clear the filter",
         "  space           refresh now",
+        "  Up, Down        scroll the job list by a row (also k, j)",
+        "  PgUp, PgDn      ... by a page; Home, End: to the first or last page",
         "  h, ?, F1        this help",
         "",
         "Meters: CPU number, the letter (M) of the job on that CPU (+ for several),",
@@ -309,6 +321,14 @@ KeyPress key_of(int ch) {
     case '\n': case '\r': case KEY_ENTER: return {TopKey::kEnter, 0};
     case KEY_BACKSPACE: case 127: case 8: return {TopKey::kBackspace, 0};
     case KEY_RESIZE: return {TopKey::kResize, 0};
+    case KEY_UP: return {TopKey::kUp, 0};
+    case 'k': return {TopKey::kUp, 'k'};
+    case KEY_DOWN: return {TopKey::kDown, 0};
+    case 'j': return {TopKey::kDown, 'j'};
+    case KEY_PPAGE: return {TopKey::kPageUp, 0};
+    case KEY_NPAGE: return {TopKey::kPageDown, 0};
+    case KEY_HOME: return {TopKey::kHome, 0};
+    case KEY_END: return {TopKey::kEnd, 0};
     default:
       return {TopKey::kOther, ch >= 0x20 && ch < 0x7f ? static_cast<char>(ch) : static_cast<char>(0)};
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos top`'s interactive view, drawn with ncurses: the header, per-CPU
 // meters marked with the letter of the job on each CPU, and the job list
 // (phase bar, memory, pressure), with keys to sort, filter, get help and

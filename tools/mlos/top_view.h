@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // `mlos top`: one screen of the daemon's state, and the CPU rates between
 // two refreshes. Pure (the clock is passed in), so it is testable offline.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlos topo: what the library sees.
 #include <iostream>
 

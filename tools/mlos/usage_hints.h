@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Usage errors explained: a mistyped subcommand or option named with the
 // closest valid ones ("did you mean"), and CMD's own options reaching
 // `mlos run` because `--` is missing. Works on the CLI11 app that parses

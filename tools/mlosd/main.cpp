@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mlosd: the mlOS node daemon. See docs/daemon.md.
 #include <grp.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "daemon/event_log.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
+#include "daemon/listen_address.h"
 #include "daemon/ledger_follower.h"
 #include "daemon/metrics_endpoint.h"
 #include "mlos/log.h"
@@ -177,7 +179,8 @@ void start_logging(const std::string& mode) {
 }
 
 // The config as a start would load it: the file (if any) under the
-// command line's flags.
+// command line's flags. Its warnings are logged (at start, on reload and
+// by --check-config).
 Result<d::DaemonConfig> load_config(const std::string& path, const nlohmann::json& flags) {
   d::DaemonConfig config;
   if (!path.empty()) {
@@ -186,6 +189,7 @@ Result<d::DaemonConfig> load_config(const std::string& path, const nlohmann::jso
     config = std::move(*c);
   }
   if (Status s = config.merge(flags); !s) return s.error();
+  for (const std::string& w : config.warnings()) d::log_event(MLOS_LOG_WARN, w, {{"MLOS_EVENT", "config-warning"}});
   return config;
 }
 
@@ -317,7 +321,7 @@ int main(int argc, char** argv) {
   app.add_option("--cgroup-base", cgroup_base, "cgroup under which jobs get theirs (default mlos)");
   app.add_option("--log", log_target,
                  "Where messages go: auto | journal | stderr (default auto: the journal when started by systemd)");
-  app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics (default 127.0.0.1:9464; '' off)");
+  app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics: PORT, HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; '' off)");
   app.add_option("--metrics-textfile", metrics_textfile, "Also write metrics to this file (node_exporter textfile)");
   app.add_option("--sample-interval-ms", sample_ms, "How often phase pages and owners are checked (default 100)");
   app.add_flag("--quarantine-state", quarantine,
@@ -504,7 +508,8 @@ int main(int argc, char** argv) {
   if (endpoint) {
     // The port it listens on, not the one asked for: "127.0.0.1:0" picks one.
     info["metrics_port"] = endpoint->port();
-    const std::string host = config.metrics_listen.substr(0, config.metrics_listen.rfind(':'));
+    // metrics_listen was checked when the config was read.
+    const std::string host = d::parse_listen_address(config.metrics_listen)->host;
     metrics_url = "http://" + (host.empty() ? std::string("0.0.0.0") : host) + ":" +
                   std::to_string(endpoint->port()) + "/metrics";
   }

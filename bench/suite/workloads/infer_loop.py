@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A latency-sensitive inference loop, as a user would write it (no mlOS
 code): every --period-ms it runs the small CNN on a batch of 8 images and
 records how late the answer is, measured from when the request was due

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes N JPEG images into a directory, deterministically.
 
     python make_images.py DIR [N] [--photo]

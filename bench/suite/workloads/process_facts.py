@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the measured process really runs with, read from /proc/self/maps:
 the malloc and the OpenMP runtime that are mapped, whatever the launcher
 claimed to set."""

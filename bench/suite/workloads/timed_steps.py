@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The measuring loop shared by the heavier workloads: run `step()` for a
 warm-up, then count samples for a measured span, and print the one JSON
 line the suite reads (samples_per_s, steps, seconds, torch threads, the

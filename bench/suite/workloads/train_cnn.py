@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A plain PyTorch training job, as a user would write it (no mlOS code):
 a small CNN trained on 32x32 images, either synthetic tensors (compute
 only) or JPEG files decoded and augmented in DataLoader workers.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ResNet-18 (torchvision, random initialisation) trained on synthetic
 tensors: the compute-bound image model, as a user would write it (no mlOS
 code). Batch 32 at 224 px by default; --size 112 is the smaller variant.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small causal transformer language model (torch.nn.TransformerEncoder
 with a causal mask, pre-norm, tied embeddings) trained on synthetic tokens,
 as a user would write it (no mlOS code): 4 layers, d_model 256, 4 heads,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """YOLOv8n trained with Ultralytics on the showcase's generated dataset, as
 a user would write it (no mlOS code): the showcase's settings (320 px,
 batch 16, one DataLoader worker, random init from yolov8n.yaml, CPU), its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Ultralytics integration: a YOLO training run on an mlOS allocation,
 phase-marked, with atomic checkpoints, through Ultralytics' callbacks.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch integration of mlOS.
 
     from mlos_training.pytorch import MLOSDataLoader, MLOSTrainingContext, mlos_checkpoint

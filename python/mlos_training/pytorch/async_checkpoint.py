@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AsyncCheckpointer: an asynchronous, durable save of a torch state dict
 that blocks the training loop only for one copy of its tensors.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlos_checkpoint: marks CHECKPOINT and makes torch.save to a path atomic
 and durable for the duration of the block.
 

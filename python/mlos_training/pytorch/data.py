@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MLOSDataLoader: torch's DataLoader whose worker processes run on the CPUs
 of the allocation's NUMA node and whose batch fetches are marked
 DATA_LOADING (the time the training loop waits for data).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Automatic phase marking through torch's own hooks: no set_phase calls in
 the training loop.
 

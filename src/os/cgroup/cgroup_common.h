@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Helpers shared by the cgroup v1 and v2 drivers (internal).
 #pragma once
 

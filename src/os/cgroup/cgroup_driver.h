@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // One cgroup per job, through whichever hierarchy the machine has: v1
 // (controllers mounted separately) or v2 (unified). The daemon decides the
 // limits; a driver turns them into cgroupfs writes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/cgroup/cgroup_fs.h"
 
 #include <dirent.h>

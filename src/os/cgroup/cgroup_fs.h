@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The file operations a cgroup driver needs, behind an interface: the real
 // cgroupfs (paths under a root given as a parameter), or a fake in tests that
 // models the kernel's rules. Paths are relative to the filesystem's root.

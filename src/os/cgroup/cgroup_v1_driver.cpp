@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cgroup v1: cpuset, cpu and memory are separate hierarchies (cpuacct
 // optional), each with its own <base>/<job> directory.
 #include "os/cgroup/cgroup_common.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cgroup v2 (unified hierarchy). Follows the kernel's delegation rules:
 // controllers are enabled top-down through cgroup.subtree_control, and no
 // process ever lives in the base cgroup, whose subtree_control is non-empty

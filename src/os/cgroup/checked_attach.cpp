@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/cgroup/checked_attach.h"
 
 #include "os/process_handle.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Moving a process into a job's cgroup without trusting its pid: the pid is
 // checked to still name the process that was recorded (pidfd + start
 // time), that process's real and effective uid are checked against the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The guest side of the VM test bed, run as root by mlos-vm-harness.service
 # once systemd has reached multi-user.target. The host's run folder is
 # mounted at /mnt/out; what is written there is the run's result:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mlOS inside cgroups that another manager owns, on a real v2 kernel
 under systemd: a cgroup shaped like a kubelet pod's container (systemd
 driver, static CPU manager: a cpuset of its own) and one shaped like a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C++ tests that need what only the guest has, run on its kernel.
 They skip on the development machines (cgroup v1, one NUMA node, no
 CAP_SYS_RESOURCE); here every one must run and pass."""

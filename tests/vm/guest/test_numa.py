@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-NUMA on a real kernel (the guest: node 0 with CPUs 0-1 and 2 GiB,
 node 1 with CPUs 2-3 and 1 GiB): placement picks the node that fits,
 `--numa N --strict-mem` binds the job's memory there (numa_maps shows its

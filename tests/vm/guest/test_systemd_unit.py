@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The installed mlosd unit under a real systemd (PID 1 in the guest):
 it starts (its sandboxing, capabilities and system-call filter let mlosd
 do its work), `systemctl restart` keeps a running job with its CPUs and

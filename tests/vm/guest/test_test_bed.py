@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The guest is what the test bed promises: a misbuilt VM must fail here,
 never let the other tests pass by skipping. cgroup v2 only with the
 controllers mlosd needs, systemd as PID 1, two NUMA nodes with unequal

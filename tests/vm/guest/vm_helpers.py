@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the guest tests share: the repository's paths, the e2e helpers
 (tests/e2e, importable from here), and running a command with a bound."""
 import json
