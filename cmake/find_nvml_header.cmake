@@ -3,17 +3,23 @@
 # and links nothing of the driver). It is not in the CUDA toolkit of Debian
 # 12's machines; PyPI's nvidia-nvml-dev ships it, and scripts/setup.sh
 # installs that into its venv. Searched: MLOS_NVML_INCLUDE_DIR (a cache
-# variable), that venv ($MLOS_VENV, else /opt/mlos/venv), the Python that
-# builds the wheel, then CUDA's include directories.
+# variable), the Python that builds the wheel, that venv ($MLOS_VENV, else
+# /opt/mlos/venv), then CUDA's include directories.
 # Sets MLOS_NVML_INCLUDE_DIR and MLOS_NVML_HEADER_DIR, the include directory
 # to use, which holds nvml.h alone (or leaves them unset/NOTFOUND: the GPU manager is then
 # built without NVML and says so at run time, src/gpu/gpu_without_nvml.cpp).
 set(_mlos_nvml_hints)
 set(_mlos_nvml_prefixes "$ENV{MLOS_VENV}" /opt/mlos/venv)
+# The Python building the wheel (scikit-build-core sets Python_EXECUTABLE):
+# pip's isolated build environment holds nvidia-nvml-dev (a build
+# requirement in pyproject.toml) on its own path, found through the import
+# system rather than under the interpreter's prefix.
 if(DEFINED Python_EXECUTABLE)
-  get_filename_component(_mlos_py_bin "${Python_EXECUTABLE}" DIRECTORY)
-  get_filename_component(_mlos_py_prefix "${_mlos_py_bin}" DIRECTORY)
-  list(APPEND _mlos_nvml_prefixes "${_mlos_py_prefix}")
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c
+      "import glob, importlib.util, os; s = importlib.util.find_spec('nvidia'); print(';'.join(os.path.dirname(h) for d in (s.submodule_search_locations if s else []) for h in glob.glob(os.path.join(d, '*', 'include', 'nvml.h'))))"
+    OUTPUT_VARIABLE _mlos_py_nvml OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  list(APPEND _mlos_nvml_hints ${_mlos_py_nvml})
 endif()
 foreach(prefix IN LISTS _mlos_nvml_prefixes)
   if(prefix)
