@@ -2,11 +2,10 @@
 #include "gpu/gpu_inventory.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "gpu/nvml_functions.h"
 #include "gpu/nvml_library.h"
+#include "os/durable_file.h"
 
 namespace mlos::gpu {
 
@@ -14,10 +13,9 @@ namespace {
 
 // The first line of a sysfs attribute; nullopt if it cannot be read.
 std::optional<std::string> sysfs_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  return line;
+  auto text = os::read_whole_file(path);
+  if (!text || !*text) return std::nullopt;
+  return (*text)->substr(0, (*text)->find('\n'));
 }
 
 std::string kernel_busid(const nvmlPciInfo_t& pci) {

@@ -24,6 +24,14 @@ void resolve(void* lib, Fn*& out, std::initializer_list<const char*> names) {
   }
 }
 
+// resolve() for a function every GPU needs: its name is added to
+// `missing` when the library lacks it.
+template <typename Fn>
+void require(void* lib, Fn*& out, const char* name, std::string& missing) {
+  resolve(lib, out, {name});
+  if (out == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+}
+
 }  // namespace
 
 NvmlLibrary::NvmlLibrary() : fn_(std::make_unique<NvmlFunctions>()) {}
@@ -55,15 +63,16 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open() {
   }
   NvmlFunctions& f = *lib->fn_;
   void* h = lib->handle_;
-  resolve(h, f.init, {"nvmlInit_v2"});
-  resolve(h, f.shutdown, {"nvmlShutdown"});
-  resolve(h, f.error_string, {"nvmlErrorString"});
-  resolve(h, f.device_count, {"nvmlDeviceGetCount_v2"});
-  resolve(h, f.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2"});
-  resolve(h, f.uuid, {"nvmlDeviceGetUUID"});
-  resolve(h, f.name, {"nvmlDeviceGetName"});
-  resolve(h, f.memory, {"nvmlDeviceGetMemoryInfo"});
-  resolve(h, f.pci_info, {"nvmlDeviceGetPciInfo_v3"});
+  std::string missing;  // required functions the library lacks
+  require(h, f.init, "nvmlInit_v2", missing);
+  require(h, f.shutdown, "nvmlShutdown", missing);
+  require(h, f.error_string, "nvmlErrorString", missing);
+  require(h, f.device_count, "nvmlDeviceGetCount_v2", missing);
+  require(h, f.handle_by_index, "nvmlDeviceGetHandleByIndex_v2", missing);
+  require(h, f.uuid, "nvmlDeviceGetUUID", missing);
+  require(h, f.name, "nvmlDeviceGetName", missing);
+  require(h, f.memory, "nvmlDeviceGetMemoryInfo", missing);
+  require(h, f.pci_info, "nvmlDeviceGetPciInfo_v3", missing);
   resolve(h, f.driver_version, {"nvmlSystemGetDriverVersion"});
   resolve(h, f.numa_node, {"nvmlDeviceGetNumaNodeId"});
   resolve(h, f.cpu_affinity, {"nvmlDeviceGetCpuAffinity"});
@@ -75,21 +84,6 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open() {
           {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   resolve(h, f.power_usage, {"nvmlDeviceGetPowerUsage"});
   resolve(h, f.temperature, {"nvmlDeviceGetTemperature"});
-
-  std::string missing;
-  const std::pair<const void*, const char*> required[] = {
-      {reinterpret_cast<const void*>(f.init), "nvmlInit_v2"},
-      {reinterpret_cast<const void*>(f.shutdown), "nvmlShutdown"},
-      {reinterpret_cast<const void*>(f.error_string), "nvmlErrorString"},
-      {reinterpret_cast<const void*>(f.device_count), "nvmlDeviceGetCount_v2"},
-      {reinterpret_cast<const void*>(f.handle_by_index), "nvmlDeviceGetHandleByIndex_v2"},
-      {reinterpret_cast<const void*>(f.uuid), "nvmlDeviceGetUUID"},
-      {reinterpret_cast<const void*>(f.name), "nvmlDeviceGetName"},
-      {reinterpret_cast<const void*>(f.memory), "nvmlDeviceGetMemoryInfo"},
-      {reinterpret_cast<const void*>(f.pci_info), "nvmlDeviceGetPciInfo_v3"}};
-  for (const auto& [p, n] : required) {
-    if (p == nullptr) missing += std::string(missing.empty() ? "" : ", ") + n;
-  }
   if (!missing.empty()) {
     f.shutdown = nullptr;  // never initialised: the destructor must not shut it down
     return make_error(MLOS_ERR_UNSUPPORTED, "NVML at " + lib->path_ + " lacks " + missing +
