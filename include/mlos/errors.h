@@ -88,7 +88,14 @@ typedef enum mlos_error {
   MLOS_ERR_POLICY_FAILED = -24,
   /* The object is still in use and was left as it was: e.g. a tensor pool
    * destroyed while buffers are acquired. Finish using it, then retry. */
-  MLOS_ERR_BUSY = -25
+  MLOS_ERR_BUSY = -25,
+  /* More GPUs asked for than the machine has, or than the process may use
+   * (its CUDA_VISIBLE_DEVICES, its envelope's GPUs), or none can be claimed
+   * (no NVML, no NVIDIA GPU: the message says why). See docs/gpu.md. */
+  MLOS_ERR_INSUFFICIENT_GPUS = -26,
+  /* Enough GPUs exist, but other claims hold them (exclusively, or at all
+   * for an exclusive request). */
+  MLOS_ERR_GPUS_BUSY = -27
 } mlos_error_t;
 
 /* A short, static, human-readable name for an error code ("invalid

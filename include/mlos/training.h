@@ -282,18 +282,32 @@ enum {
    * instead of invoking the OOM killer). */
   MLOS_REQUEST_STRICT_MEMBIND = 1u << 0,
   /* Fail with INSUFFICIENT_CPUS rather than span several NUMA nodes. */
-  MLOS_REQUEST_SINGLE_NODE = 1u << 1
+  MLOS_REQUEST_SINGLE_NODE = 1u << 1,
+  /* The GPUs asked for may be shared with other shared GPU claims (the
+   * default is exclusive: no other claim may hold them). */
+  MLOS_REQUEST_SHARED_GPUS = 1u << 2
 };
 
 typedef struct mlos_training_request_options {
   uint32_t struct_size; /* sizeof(mlos_training_request_options_t) */
   uint32_t flags;       /* MLOS_REQUEST_* */
   const char* label;    /* shown by `mlos status`; copied; may be NULL */
+  /* Extension (struct_size >= offsetof(..., gpu_uuids) + sizeof(char*)):
+   * NVIDIA GPUs for the job (docs/gpu.md). num_gpus: how many, any of them;
+   * gpu_uuids: or these, comma-separated UUIDs or unique prefixes (NULL:
+   * any; num_gpus is then 0 or their number). Only GPUs the process's
+   * CUDA_VISIBLE_DEVICES shows can be claimed, when it is set. The CPUs and
+   * memory then come from the GPUs' NUMA node unless numa_node_preference
+   * names one. The library does not set CUDA_VISIBLE_DEVICES (CUDA may be
+   * initialised already): read the UUIDs with mlos_training_get_gpus. */
+  int num_gpus;
+  const char* gpu_uuids;
 } mlos_training_request_options_t;
 
 /* mlos_training_request_resources with options; options may be NULL.
- * Extra error: VERSION_MISMATCH (struct_size too small), INVALID_ARGUMENT
- * (unknown flag bits). */
+ * Extra errors: VERSION_MISMATCH (struct_size too small), INVALID_ARGUMENT
+ * (unknown flag bits, num_gpus < 0), and with GPUs INSUFFICIENT_GPUS,
+ * GPUS_BUSY and NOT_FOUND (a UUID no GPU has). */
 MLOS_API int mlos_training_request_resources_ex(
     const mlos_training_resource_request_t* request,
     const mlos_training_request_options_t* options,
@@ -493,6 +507,14 @@ MLOS_API int mlos_training_get_phase_profile(
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT, BUFFER_TOO_SMALL. */
 MLOS_API int mlos_training_get_notes(const mlos_training_resources_t* resources,
                                      char* buf, size_t len, size_t* needed);
+
+/* The UUIDs of the GPUs the job holds, comma-separated ("" if none): what
+ * CUDA_VISIBLE_DEVICES should hold for it. Writes a NUL-terminated string
+ * into buf (may be NULL when len is 0) and the needed size including the
+ * NUL into *needed. Errors: INVALID_HANDLE, INVALID_ARGUMENT,
+ * BUFFER_TOO_SMALL. */
+MLOS_API int mlos_training_get_gpus(const mlos_training_resources_t* resources,
+                                    char* buf, size_t len, size_t* needed);
 
 /* Name of a phase ("FORWARD"), or "UNKNOWN". Static string. */
 MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);

@@ -18,7 +18,7 @@ docs/python.md.
 import atexit
 import json
 import os
-from typing import Any, Callable, Dict, List, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _core
 from .enums import Phase, PhaseLike, ReduceOp, phase_value
@@ -191,6 +191,15 @@ class Resources:
         check(rc)
         return advice
 
+    @property
+    def gpus(self) -> List[str]:
+        """UUIDs of the NVIDIA GPUs the allocation holds ([] if none): what
+        CUDA_VISIBLE_DEVICES should name for it. mlOS does not set that
+        variable in a running process (CUDA may have read it already)."""
+        rc, text = _core.gpus(self._handle)
+        check(rc)
+        return [u for u in text.split(",") if u]
+
     def notes(self) -> str:
         """Why effects were degraded: "effect: reason" lines (e.g. memlock)."""
         rc, text = _core.notes(self._handle)
@@ -233,15 +242,27 @@ def _policy_name(name):
 
 
 def request_resources(num_cpus: int = 1, memory_bytes: int = 0, numa_preference: int = -1, exclusive_cpus: bool = True,
-                      priority: int = 0) -> Resources:
+                      priority: int = 0, num_gpus: int = 0, gpu_uuids: Optional[Sequence[str]] = None,
+                      shared_gpus: bool = False) -> Resources:
     """Claims `num_cpus` CPUs (and checks `memory_bytes` can be had) on the
-    best-fitting NUMA node, or on `numa_preference`. Raises MLOSError
-    (e.g. INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY; INVALID_ARGUMENT
-    naming the argument for a value out of range, memory_bytes < 0 included)."""
+    best-fitting NUMA node, or on `numa_preference`. With `num_gpus` (or
+    `gpu_uuids`, specific GPUs) it also claims NVIDIA GPUs, exclusively
+    unless `shared_gpus`, and the CPUs come from their NUMA node
+    (docs/gpu.md); Resources.gpus names them. Raises MLOSError (e.g.
+    INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY, INSUFFICIENT_GPUS,
+    GPUS_BUSY; INVALID_ARGUMENT naming the argument for a value out of
+    range, memory_bytes < 0 included)."""
+    if isinstance(gpu_uuids, str):
+        raise MLOSError(CODES["INVALID_ARGUMENT"], "gpu_uuids must be a sequence of UUID strings, not one string")
+    uuids = list(gpu_uuids or ())
+    if any(not isinstance(u, str) or not u or "," in u for u in uuids):
+        raise MLOSError(CODES["INVALID_ARGUMENT"], f"gpu_uuids must hold non-empty UUID strings without commas: {uuids!r}")
     rc, handle = _core.request_resources(c_integer("num_cpus", num_cpus, _INT_MIN, _INT_MAX),
                                          c_integer("memory_bytes", memory_bytes, 0, _core.SIZE_MAX),
                                          c_integer("numa_preference", numa_preference, _INT_MIN, _INT_MAX),
-                                         bool(exclusive_cpus), c_integer("priority", priority, _INT_MIN, _INT_MAX))
+                                         bool(exclusive_cpus), c_integer("priority", priority, _INT_MIN, _INT_MAX),
+                                         c_integer("num_gpus", num_gpus, _INT_MIN, _INT_MAX), ",".join(uuids),
+                                         bool(shared_gpus))
     check(rc)
     return Resources(handle)
 

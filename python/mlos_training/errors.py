@@ -16,7 +16,8 @@ MLOSError, for every refused value, or a family for one kind of failure:
     MLOSInvalidArgumentError  ValueError       INVALID_ARGUMENT, INVALID_HANDLE, INVALID_NUMA_NODE, BUFFER_TOO_SMALL
     MLOSPermissionError       PermissionError  PERMISSION, LOCK_LIMIT
     MLOSUnsupportedError                       UNSUPPORTED, NOT_IMPLEMENTED, VERSION_MISMATCH
-    MLOSResourceError                          INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY, NO_MEMORY, QUOTA, BUSY
+    MLOSResourceError                          INSUFFICIENT_CPUS, CPUS_BUSY, INSUFFICIENT_MEMORY, NO_MEMORY, QUOTA, BUSY,
+                                               INSUFFICIENT_GPUS, GPUS_BUSY
     MLOSTimeoutError          TimeoutError     TIMEOUT
     MLOSConnectionError       ConnectionError  PEER_LOST, DAEMON_UNAVAILABLE
     MLOSCorruptError                           STATE_CORRUPT, CHECKPOINT_CORRUPT
@@ -114,7 +115,8 @@ FAMILIES: Dict[Type[MLOSError], Tuple[str, ...]] = {
     MLOSInvalidArgumentError: ("INVALID_ARGUMENT", "INVALID_HANDLE", "INVALID_NUMA_NODE", "BUFFER_TOO_SMALL"),
     MLOSPermissionError: ("PERMISSION", "LOCK_LIMIT"),
     MLOSUnsupportedError: ("UNSUPPORTED", "NOT_IMPLEMENTED", "VERSION_MISMATCH"),
-    MLOSResourceError: ("INSUFFICIENT_CPUS", "CPUS_BUSY", "INSUFFICIENT_MEMORY", "NO_MEMORY", "QUOTA", "BUSY"),
+    MLOSResourceError: ("INSUFFICIENT_CPUS", "CPUS_BUSY", "INSUFFICIENT_MEMORY", "NO_MEMORY", "QUOTA", "BUSY",
+                        "INSUFFICIENT_GPUS", "GPUS_BUSY"),
     MLOSTimeoutError: ("TIMEOUT",),
     MLOSConnectionError: ("PEER_LOST", "DAEMON_UNAVAILABLE"),
     MLOSCorruptError: ("STATE_CORRUPT", "CHECKPOINT_CORRUPT"),

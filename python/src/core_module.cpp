@@ -31,6 +31,7 @@
 #include "memory_callbacks.h"
 #include "policy_binding.h"
 #include "dataload_binding.h"
+#include "text_out.h"
 #include "tmm_binding.h"
 
 namespace nb = nanobind;
@@ -40,19 +41,27 @@ namespace {
 
 mlos_training_resources_t* handle(uintptr_t h) { return reinterpret_cast<mlos_training_resources_t*>(h); }
 
+// GPUs through the options extension (docs/gpu.md); gpu_uuids is the
+// comma-separated list the C API takes ("" = any).
 std::pair<int, uintptr_t> request_resources(int num_cpus, size_t memory_bytes, int numa_preference,
-                                            bool exclusive_cpus, int priority) {
+                                            bool exclusive_cpus, int priority, int num_gpus,
+                                            const std::string& gpu_uuids, bool shared_gpus) {
   mlos_training_resource_request_t req{};
   req.num_cpus = num_cpus;
   req.memory_bytes = memory_bytes;
   req.numa_node_preference = numa_preference;
   req.priority = priority;
   req.exclusive_cpus = exclusive_cpus;
+  mlos_training_request_options_t options{};
+  options.struct_size = sizeof options;
+  options.flags = shared_gpus ? MLOS_REQUEST_SHARED_GPUS : 0;
+  options.num_gpus = num_gpus;
+  options.gpu_uuids = gpu_uuids.empty() ? nullptr : gpu_uuids.c_str();
   mlos_training_resources_t* res = nullptr;
   int rc;
   {
     nb::gil_scoped_release unlocked;  // may talk to mlosd
-    rc = mlos_training_request_resources(&req, &res);
+    rc = mlos_training_request_resources_ex(&req, &options, &res);
   }
   return {rc, reinterpret_cast<uintptr_t>(res)};
 }
@@ -164,7 +173,8 @@ NB_MODULE(_core, m) {
   m.attr("SIZE_MAX") = static_cast<uint64_t>(SIZE_MAX);  // the largest size_t (memory_bytes)
 
   m.def("request_resources", &request_resources, "num_cpus"_a, "memory_bytes"_a, "numa_preference"_a,
-        "exclusive_cpus"_a, "priority"_a);
+        "exclusive_cpus"_a, "priority"_a, "num_gpus"_a = 0, "gpu_uuids"_a = "", "shared_gpus"_a = false);
+  m.def("gpus", [](uintptr_t h) { return mlos_python::text_out(&mlos_training_get_gpus, h); });
   m.def("release_resources", [](uintptr_t h) {
     nb::gil_scoped_release unlocked;  // waits for a collective in flight on the handle
     return mlos_training_release_resources(handle(h));

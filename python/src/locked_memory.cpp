@@ -16,6 +16,8 @@
 #include <mlos/errors.h>
 #include <mlos/training.h>
 
+#include "text_out.h"
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -81,18 +83,6 @@ int adopt(LockedMemory& m) {
   return 0;
 }
 
-std::pair<int, std::string> notes(uintptr_t h) {
-  size_t needed = 0;
-  char probe[1];
-  int rc = mlos_training_get_notes(handle(h), probe, sizeof probe, &needed);
-  if (rc != MLOS_OK && rc != MLOS_ERR_BUFFER_TOO_SMALL) return {rc, {}};
-  std::string text(needed, '\0');
-  rc = mlos_training_get_notes(handle(h), text.data(), text.size(), &needed);
-  if (rc != MLOS_OK) return {rc, {}};
-  text.resize(strnlen(text.c_str(), text.size()));
-  return {rc, text};
-}
-
 }  // namespace
 
 void bind_locked_memory(nb::module_& m) {
@@ -120,7 +110,7 @@ void bind_locked_memory(nb::module_& m) {
   m.def("unregister_buffer", [](uintptr_t h, uintptr_t addr) {
     return mlos_training_unregister_buffer(handle(h), reinterpret_cast<void*>(addr));
   });
-  m.def("notes", &notes);
+  m.def("notes", [](uintptr_t h) { return text_out(&mlos_training_get_notes, h); });
 }
 
 }  // namespace mlos_python

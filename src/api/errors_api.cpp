@@ -53,6 +53,8 @@ const char* mlos_strerror(int code) {
     case MLOS_ERR_QUOTA: return "per-user quota exceeded";
     case MLOS_ERR_POLICY_FAILED: return "policy module failed";
     case MLOS_ERR_BUSY: return "still in use";
+    case MLOS_ERR_INSUFFICIENT_GPUS: return "not enough GPUs";
+    case MLOS_ERR_GPUS_BUSY: return "GPUs claimed by other jobs";
     default: return "unknown error";
   }
 }

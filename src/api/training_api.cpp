@@ -43,7 +43,10 @@ constexpr size_t kOptionsV1Size = offsetof(mlos_training_request_options_t, labe
 static_assert(kPlacementV1Size <= sizeof(mlos_training_placement_t));
 static_assert(kProfileV1Size <= sizeof(mlos_training_phase_profile_t));
 static_assert(kOptionsV1Size <= sizeof(mlos_training_request_options_t));
-constexpr uint32_t kKnownRequestFlags = MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE;
+// Options with GPUs (a v1 caller's struct ends before them).
+constexpr size_t kOptionsGpuSize = offsetof(mlos_training_request_options_t, gpu_uuids) + sizeof(const char*);
+constexpr uint32_t kKnownRequestFlags =
+    MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE | MLOS_REQUEST_SHARED_GPUS;
 
 // A local rank that asks for more CPUs than its share (typically a program
 // written for the whole allocation, now started once per rank) gets its
@@ -95,6 +98,15 @@ int mlos_training_request_resources_ex(const mlos_training_resource_request_t* r
       cr.placement.strict_membind = options->flags & MLOS_REQUEST_STRICT_MEMBIND;
       cr.placement.single_node = options->flags & MLOS_REQUEST_SINGLE_NODE;
       if (options->label != nullptr) cr.label = options->label;
+      cr.placement.gpus.exclusive = !(options->flags & MLOS_REQUEST_SHARED_GPUS);
+      if (options->struct_size >= kOptionsGpuSize) {
+        if (options->num_gpus < 0) {
+          return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT,
+                                         "num_gpus must be >= 0, got " + std::to_string(options->num_gpus)));
+        }
+        cr.placement.gpus.count = options->num_gpus;
+        if (options->gpu_uuids != nullptr) cr.placement.gpus.uuids = mlos::split_comma_list(options->gpu_uuids);
+      }
     }
     // Before any engine exists: a local rank's share becomes the process's
     // affinity, which both engines take as its bound.
@@ -340,6 +352,17 @@ int mlos_training_get_notes(const mlos_training_resources_t* resources, char* bu
     auto snap = job->snapshot();
     if (!snap) return record_error(snap.error());
     return mlos::api::copy_text_out(snap->notes, buf, len, needed, "notes");
+  });
+}
+
+int mlos_training_get_gpus(const mlos_training_resources_t* resources, char* buf, size_t len, size_t* needed) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (needed == nullptr || (buf == nullptr && len > 0)) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed is NULL, or buf is NULL with len > 0"));
+    }
+    return mlos::api::copy_text_out(mlos::join_comma_list(job->placement().gpus), buf, len, needed, "GPUs");
   });
 }
 

@@ -27,15 +27,29 @@ Claim claim_from_json(const json& j) {
   c.memory_bytes = j.value("memory_bytes", uint64_t{0});
   c.label = j.value("label", std::string());
   c.created_unix = j.value("created_unix", int64_t{0});
+  if (j.contains("gpus")) {
+    for (const auto& u : j.at("gpus")) {
+      if (!u.is_string() || u.get<std::string>().empty()) throw std::invalid_argument("gpus: not a UUID string");
+      c.gpus.push_back(u.get<std::string>());
+    }
+  }
+  c.gpus_exclusive = j.value("gpus_exclusive", false);
   if (c.id == 0 || c.owner.pid <= 0) throw std::invalid_argument("claim with id 0 or pid <= 0");
   return c;
 }
 
 json claim_to_json(const Claim& c) {
-  return json{{"id", c.id},           {"pid", c.owner.pid},        {"start_time", c.owner.start_time},
-              {"uid", c.uid},         {"cpus", c.cpus.to_list()},  {"exclusive", c.exclusive},
-              {"envelope", c.envelope}, {"numa_node", c.numa_node}, {"memory_bytes", c.memory_bytes},
-              {"label", c.label},     {"created_unix", c.created_unix}};
+  json j{{"id", c.id},           {"pid", c.owner.pid},        {"start_time", c.owner.start_time},
+         {"uid", c.uid},         {"cpus", c.cpus.to_list()},  {"exclusive", c.exclusive},
+         {"envelope", c.envelope}, {"numa_node", c.numa_node}, {"memory_bytes", c.memory_bytes},
+         {"label", c.label},     {"created_unix", c.created_unix}};
+  // Only on claims with GPUs, so that ledgers without any read the same
+  // in libraries from before GPU claims.
+  if (!c.gpus.empty()) {
+    j["gpus"] = c.gpus;
+    j["gpus_exclusive"] = c.gpus_exclusive;
+  }
+  return j;
 }
 
 }  // namespace
@@ -89,6 +103,7 @@ CpuUsage ClaimLedger::usage_for(const std::vector<ProcessId>& lineage) const {
     } else {
       for (int cpu : c.cpus.to_vector()) ++usage.shared_load[cpu];
     }
+    usage.gpus.add(c.gpus, c.gpus_exclusive, +1);
   }
   return usage;
 }

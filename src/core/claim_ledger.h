@@ -9,7 +9,8 @@
 //    "claims":[{"id":3,"pid":123,
 //     "start_time":456,"uid":0,"cpus":"0-3","exclusive":true,
 //     "envelope":false,"numa_node":0,"memory_bytes":0,"label":"",
-//     "created_unix":1700000000}]}
+//     "created_unix":1700000000,
+//     "gpus":["GPU-..."],"gpus_exclusive":true}]}   (gpus only when it has some)
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,8 @@ struct Claim {
   uint64_t memory_bytes = 0;
   std::string label;
   int64_t created_unix = 0;
+  std::vector<std::string> gpus;  // UUIDs of the GPUs it holds
+  bool gpus_exclusive = false;
 };
 
 struct ClaimLedger {

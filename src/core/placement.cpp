@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 namespace mlos {
@@ -60,6 +61,12 @@ std::vector<int> pick_cpus(const Topology& topo, const std::vector<int>& core_id
   return chosen;
 }
 
+std::string node_list(const std::vector<int>& nodes) {
+  std::string out;
+  for (int n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
 struct NodeOption {
   const NumaNode* node;
   CpuSet usable;
@@ -69,9 +76,9 @@ struct NodeOption {
 
 }  // namespace
 
-Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
-                                 const CpuUsage& usage, const MemoryAvailability& memory,
-                                 const PlacementRequest& req) {
+// plan_placement without GPUs.
+static Result<Placement> plan_cpus(const Topology& topo, const CpuSet& allowed_in, const CpuUsage& usage,
+                            const MemoryAvailability& memory, const PlacementRequest& req) {
   if (req.num_cpus < 1) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "num_cpus must be >= 1, got " + std::to_string(req.num_cpus));
   }
@@ -244,6 +251,32 @@ Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed_in,
     p.memory_policy = req.strict_membind ? MLOS_MEMPOLICY_BIND : MLOS_MEMPOLICY_INTERLEAVE;
   }
   return p;
+}
+
+Result<Placement> plan_placement(const Topology& topo, const CpuSet& allowed, const CpuUsage& usage,
+                                 const MemoryAvailability& memory, const PlacementRequest& req) {
+  if (!req.gpus.wanted()) return plan_cpus(topo, allowed, usage, memory, req);
+  auto gpus = plan_gpus(topo, usage.gpus, req.gpus, req.numa_preference);
+  if (!gpus) return gpus.error();
+  std::optional<Result<Placement>> p;
+  if (req.numa_preference < 0 && gpus->numa_node >= 0) {
+    PlacementRequest near = req;
+    near.numa_preference = gpus->numa_node;
+    p.emplace(plan_cpus(topo, allowed, usage, memory, near));
+    if (!*p) {
+      const std::string why = p->error().message;
+      p.emplace(plan_cpus(topo, allowed, usage, memory, req));
+      if (*p) {
+        (*p)->gpu_note = "CPUs not on the GPUs' NUMA node " + std::to_string(gpus->numa_node) + " (" + why +
+                         "); placed on node(s) " + node_list((*p)->nodes) + " instead";
+      }
+    }
+  } else {
+    p.emplace(plan_cpus(topo, allowed, usage, memory, req));
+  }
+  if (!*p) return *p;
+  (*p)->gpus = gpus->uuids;
+  return std::move(*p);
 }
 
 }  // namespace mlos

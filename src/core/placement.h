@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cpu_set.h"
+#include "core/gpu_placement.h"
 #include "core/status.h"
 #include "core/topology.h"
 #include "mlos/training.h"
@@ -22,12 +23,14 @@ struct PlacementRequest {
   bool exclusive = false;
   bool single_node = false;   // never span nodes
   bool strict_membind = false;
+  GpuRequest gpus;            // none unless gpus.wanted()
 };
 
 // What other (competing) claims hold right now.
 struct CpuUsage {
   CpuSet exclusive;                 // CPUs exclusively claimed by others
   std::map<int, int> shared_load;   // CPU -> number of shared claims on it
+  GpuUsage gpus;                    // GPUs they hold
   int load(int cpu) const {
     auto it = shared_load.find(cpu);
     return it == shared_load.end() ? 0 : it->second;
@@ -49,6 +52,10 @@ struct Placement {
   int primary_node = 0;
   mlos_memory_policy_t memory_policy = MLOS_MEMPOLICY_PREFERRED;
   int physical_cores = 0;    // distinct cores among cpus
+  std::vector<std::string> gpus;  // UUIDs granted (empty: none asked for)
+  // Set when the CPUs could not all come from the GPUs' NUMA node; says
+  // why and where they are instead.
+  std::string gpu_note;
 };
 
 // Plans a placement. Errors (nothing is reserved either way):
@@ -57,7 +64,14 @@ struct Placement {
 //  INSUFFICIENT_CPUS  more CPUs than allowed (overall, or on the node)
 //  CPUS_BUSY          enough allowed CPUs, but claimed by others
 //  INSUFFICIENT_MEMORY memory_bytes > available_bytes
+//  plan_gpus's errors, when GPUs are asked for
 // The message says what was asked and what there is.
+//
+// With GPUs, these are chosen first (plan_gpus) and, unless the request
+// names a node, the CPUs and memory come from the GPUs' node: the
+// best practice of matching the NUMA node to the GPU, done for the
+// caller. When that node cannot hold the CPUs, they are placed as without
+// GPUs and Placement::gpu_note says so.
 Result<Placement> plan_placement(const Topology& topology, const CpuSet& allowed,
                                  const CpuUsage& usage, const MemoryAvailability& memory,
                                  const PlacementRequest& request);

@@ -33,6 +33,11 @@ struct Gpu {
   std::string pci_busid; // "0000:65:00.0"
   uint16_t vendor_id = 0;
   int numa_node = -1;    // -1 if unknown
+  // Set for NVIDIA GPUs NVML reports (gpu/gpu_topology.h): only these can
+  // be claimed. "" for a GPU hwloc sees but NVML does not.
+  std::string uuid;         // "GPU-..." (what CUDA_VISIBLE_DEVICES takes)
+  int nvml_index = -1;      // NVML's index (PCI bus order)
+  uint64_t memory_total = 0;
 };
 
 class Topology {
@@ -40,6 +45,10 @@ class Topology {
   std::vector<NumaNode> nodes;  // ascending os_index
   std::vector<Core> cores;      // ascending index
   std::vector<Gpu> gpus;
+  // Why no GPU can be claimed (no NVML, no NVIDIA GPU): the reason a GPU
+  // request is refused with. "" when GPUs were looked for and found, or
+  // not looked for yet.
+  std::string gpu_note;
   std::string source;           // "this machine", "synthetic:...", "xml:..."
 
   // All PUs of all nodes.

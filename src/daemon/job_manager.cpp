@@ -24,7 +24,8 @@ const std::set<std::string>& request_keys() {
   static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
                                           "numa_preference", "exclusive", "priority", "label",
                                           "single_node", "strict_membind", "page_fd", "envelope", "dry_run",
-                                          "allowed_cpus", "policies"};
+                                          "allowed_cpus", "policies", "num_gpus", "gpu_uuids",
+                                          "exclusive_gpus", "cuda_visible_devices"};
   return keys;
 }
 
@@ -61,6 +62,8 @@ struct RequestExtras {
   std::optional<CpuSet> allowed;
   // Policy modules to attach, by name, with the job's config for each.
   json policies = json::object();
+  // The requester's CUDA_VISIBLE_DEVICES, when set: the GPUs it may claim.
+  std::optional<std::string> cuda_visible_devices;
 };
 
 Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
@@ -76,6 +79,26 @@ Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
     r.exclusive = bool_field(a, "exclusive");
     r.single_node = bool_field(a, "single_node");
     r.strict_membind = bool_field(a, "strict_membind");
+    r.gpus.count = int_field(a, "num_gpus", 0);
+    if (r.gpus.count < 0) throw std::invalid_argument("num_gpus < 0");
+    if (a.contains("gpu_uuids")) {
+      const json& u = a["gpu_uuids"];
+      if (!u.is_array()) throw std::invalid_argument("gpu_uuids must be an array of GPU UUID strings");
+      for (const auto& item : u) {
+        if (!item.is_string() || item.get<std::string>().empty() || item.get<std::string>().size() > 96) {
+          throw std::invalid_argument("gpu_uuids must hold GPU UUID strings (1-96 bytes), got " + item.dump());
+        }
+        r.gpus.uuids.push_back(item.get<std::string>());
+      }
+      if (r.gpus.uuids.size() > 64) throw std::invalid_argument("gpu_uuids names more than 64 GPUs");
+    }
+    r.gpus.exclusive = !a.contains("exclusive_gpus") || bool_field(a, "exclusive_gpus");
+    if (a.contains("cuda_visible_devices")) {
+      if (!a["cuda_visible_devices"].is_string() || a["cuda_visible_devices"].get<std::string>().size() > 4096) {
+        throw std::invalid_argument("cuda_visible_devices must be a string (at most 4096 bytes)");
+      }
+      x->cuda_visible_devices = a["cuda_visible_devices"].get<std::string>();
+    }
     x->priority = int_field(a, "priority", 0);
     if (a.contains("label") && !a["label"].is_string()) throw std::invalid_argument("label must be a string");
     x->label = a.value("label", std::string());
@@ -179,6 +202,7 @@ void JobManager::book(const JobRecord& r, int sign) {
       if ((u.shared_load[c] += sign) <= 0) u.shared_load.erase(c);
     }
   }
+  u.gpus.add(r.gpus, r.gpus_exclusive, sign);
   // Returns true when `to` has no dependents left.
   auto link = [&](std::map<uint64_t, std::set<uint64_t>>& index, uint64_t to) {
     if (to == 0) return false;
@@ -511,6 +535,13 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                                                         d_.allowed.to_list() + ")");
     }
   }
+  if (req->gpus.wanted()) {
+    // A nested job's GPUs are carved from its envelope's, as its CPUs are;
+    // any job's are bounded by the GPUs its CUDA_VISIBLE_DEVICES shows.
+    if (nested) req->gpus.within = envelope->record.gpus;
+    bound_by_visible_devices(req->gpus, d_.topology,
+                             x.cuda_visible_devices ? x.cuda_visible_devices->c_str() : nullptr);
+  }
   auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & bound,
                                            nested_usage_[envelope->record.id], MemoryAvailability{}, *req)
                           : plan_placement(d_.topology, bound, usage_, d_.memory(), *req);
@@ -529,6 +560,8 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                 {"primary_node", placement->primary_node},
                 {"memory_policy", static_cast<int>(placement->memory_policy)},
                 {"physical_cores", placement->physical_cores},
+                {"gpus", placement->gpus},
+                {"gpu_note", placement->gpu_note},
                 {"nested_in", nested ? json(envelope->record.id) : json(nullptr)}};
   }
 
@@ -550,6 +583,9 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.confines = !nested && !origin.stays && confines(r);
   r.label = x.label.empty() ? "pid-" + std::to_string(owner->pid) : x.label;
   r.created_unix = d_.now_unix();
+  r.gpus = placement->gpus;
+  r.gpus_exclusive = req->gpus.wanted() && req->gpus.exclusive;
+  if (!placement->gpu_note.empty()) j.notes.push_back(placement->gpu_note);
   if (page.valid()) {
     auto mapped = os::SharedPage::map_readonly(page.get());
     if (mapped && x.page_fd >= 0) {
@@ -627,6 +663,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
              {"primary_node", placement->primary_node},
              {"memory_policy", static_cast<int>(placement->memory_policy)},
              {"physical_cores", placement->physical_cores},
+             {"gpus", live.record.gpus},
              {"cgroup", cgroup_of(live)},
              {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
              {"notes", live.notes}};
@@ -1061,6 +1098,8 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"nested_in", j.record.parent == 0 ? json(nullptr) : json(j.record.parent)},
              {"host", j.record.host == 0 ? json(nullptr) : json(j.record.host)},
              {"envelope", j.record.envelope},
+             {"gpus", j.record.gpus},
+             {"gpus_exclusive", j.record.gpus_exclusive},
              {"exclusive_scope", !j.record.exclusive ? json(nullptr) : json(j.record.confines ? "node" : "mlos")},
              {"source", j.record.ledger_claim != 0 ? "ledger" : "daemon"},
              {"cpu_weight", j.weight},
@@ -1074,7 +1113,22 @@ json JobManager::status(uint64_t after, size_t limit) const {
     jobs.push_back(std::move(job));
   }
   const bool more = it != jobs_.end();
+  // The GPUs jobs can claim and who holds them (docs/gpu.md).
+  json gpus = json::array();
+  for (const auto& g : d_.topology.gpus) {
+    if (g.uuid.empty()) continue;
+    gpus.push_back({{"uuid", g.uuid},
+                    {"index", g.nvml_index},
+                    {"name", g.name},
+                    {"pci_bus_id", g.pci_busid},
+                    {"numa_node", g.numa_node},
+                    {"memory_total_bytes", g.memory_total},
+                    {"exclusive", usage_.gpus.exclusive.count(g.uuid) > 0},
+                    {"shared_claims", usage_.gpus.load(g.uuid)}});
+  }
   return json{{"cpus", d_.allowed.to_list()},
+              {"gpus", gpus},
+              {"gpu_note", d_.topology.gpu_note},
               {"exclusive_cpus", usage_.exclusive.to_list()},
               {"shared_pool", d_.allowed.minus(usage_.exclusive).to_list()},
               {"cgroups", cgroup_version_},

@@ -63,6 +63,8 @@ std::vector<std::string> JobManager::follow_ledger() {
     r.label = c->label.empty() ? "pid-" + std::to_string(c->owner.pid) : c->label;
     r.created_unix = c->created_unix;
     r.ledger_claim = c->id;
+    r.gpus = c->gpus;
+    r.gpus_exclusive = c->gpus_exclusive;
     Live* in = enclosing_job(c->owner);
     if (in != nullptr && (in->record.owner != c->owner || in->record.envelope)) r.parent = in->record.id;
     const CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
@@ -75,6 +77,18 @@ std::vector<std::string> JobManager::follow_ledger() {
       r.exclusive = false;
       j.notes.push_back("booked as shared: CPUs " + (r.cpus & u.exclusive).to_list() +
                         " were already granted exclusively to another job");
+    }
+    if (r.gpus_exclusive) {
+      std::string taken;
+      for (const auto& g : r.gpus) {
+        if (u.gpus.exclusive.count(g) || u.gpus.load(g) > 0) taken += (taken.empty() ? "" : ",") + g;
+      }
+      if (!taken.empty()) {
+        // As for CPUs: booking both as exclusive would free one's GPU
+        // when the other ends.
+        r.gpus_exclusive = false;
+        j.notes.push_back("GPUs booked as shared: " + taken + " were already granted to another job");
+      }
     }
     r.confines = confines(r);
     if (!(c->cpus & d_.allowed).count()) j.notes.push_back("its CPUs " + c->cpus.to_list() + " are outside mlosd's");

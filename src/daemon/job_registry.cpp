@@ -44,7 +44,9 @@ json JobRecord::to_json() const {
               {"confines", confines},
               {"policies", policies},
               {"origin_cgroup", origin_cgroup},
-              {"stays_in_origin", stays_in_origin}};
+              {"stays_in_origin", stays_in_origin},
+              {"gpus", gpus},
+              {"gpus_exclusive", gpus_exclusive}};
 }
 
 namespace {
@@ -92,6 +94,16 @@ JobRecord record_from(const json& j) {
   // Added with the return to the origin cgroup: optional.
   rec.origin_cgroup = j.value("origin_cgroup", std::string());
   rec.stays_in_origin = j.value("stays_in_origin", false);
+  // Added with GPU claims: optional.
+  if (j.contains("gpus")) {
+    for (const auto& u : j.at("gpus")) {
+      if (!u.is_string() || u.get<std::string>().empty()) {
+        throw std::invalid_argument("job " + std::to_string(rec.id) + " has a GPU that is not a UUID string");
+      }
+      rec.gpus.push_back(u.get<std::string>());
+    }
+  }
+  rec.gpus_exclusive = j.value("gpus_exclusive", false);
   // Added with policy modules: optional.
   rec.policies = j.value("policies", json::object());
   if (!rec.policies.is_object()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object policies");

@@ -71,6 +71,10 @@ struct JobRecord {
   // The owner's cgroup belongs to another manager (stay_in_cgroups): the
   // job has no cgroup of its own and its processes are never moved.
   bool stays_in_origin = false;
+  // The NVIDIA GPUs it holds, by UUID (docs/gpu.md), and whether no other
+  // claim may hold them too.
+  std::vector<std::string> gpus;
+  bool gpus_exclusive = false;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "engine/daemon_pressure_feed.h"
 #include "engine/job.h"
 #include "engine/page_phase_sink.h"
@@ -28,6 +30,8 @@ Result<Placement> placement_from(const json& r) {
     p.primary_node = r.at("primary_node").get<int>();
     p.memory_policy = static_cast<mlos_memory_policy_t>(r.at("memory_policy").get<int>());
     p.physical_cores = r.at("physical_cores").get<int>();
+    p.gpus = r.value("gpus", std::vector<std::string>());
+    p.gpu_note = r.value("gpu_note", std::string());
     return p;
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_VERSION_MISMATCH, std::string("mlosd's grant is not understood: ") + e.what());
@@ -93,6 +97,14 @@ json request_args(const ClaimRequest& request, const CpuSet& allowed) {
   // Only when asked for: a mlosd from before policy modules refuses the
   // field, and a request without it must keep working there.
   if (!request.policies.empty()) args["policies"] = request.policies;
+  // GPUs likewise: mlosd resolves CUDA_VISIBLE_DEVICES against NVML's
+  // GPUs, which this process need not load.
+  if (p.gpus.wanted()) {
+    args["num_gpus"] = p.gpus.count;
+    if (!p.gpus.uuids.empty()) args["gpu_uuids"] = p.gpus.uuids;
+    args["exclusive_gpus"] = p.gpus.exclusive;
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) args["cuda_visible_devices"] = visible;
+  }
   return args;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "core/comma_list.h"
 #include "engine/helper_binary.h"
 #include "policy/install_defaults.h"
 
@@ -23,20 +24,6 @@ bool directory(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string name = list.substr(start, comma - start);
-    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
-    while (!name.empty() && name.back() == ' ') name.pop_back();
-    if (!name.empty()) out.push_back(name);
-    start = comma + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -74,7 +61,7 @@ Result<EmbeddedPolicyConfig> embedded_policy_config() {
     }
   }
   if (const char* d = std::getenv("MLOS_DEFAULT_POLICIES")) {
-    c.defaults = split_names(d);
+    c.defaults = split_comma_list(d);
   } else {
     c.defaults = {"thread-governor"};
   }

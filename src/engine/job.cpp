@@ -57,6 +57,7 @@ Job::Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Ker
       threads_registry_(threads),
       profile_(clock_()) {
   if (!grant_.ledger_note.empty()) note(MLOS_EFFECT_LEDGER, grant_.ledger_note);
+  if (!grant_.placement.gpu_note.empty()) note(MLOS_EFFECT_AFFINITY, grant_.placement.gpu_note);
   if (!grant_.affinity_note.empty()) note(MLOS_EFFECT_AFFINITY, grant_.affinity_note);
   // The requesting thread's settings before any job touched it.
   const pid_t self = kernel_.current_tid();

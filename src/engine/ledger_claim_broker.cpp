@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "engine/job.h"
+#include "gpu/gpu_topology.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "os/process_info.h"
@@ -17,13 +18,22 @@
 namespace mlos {
 
 LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory,
-                                     int owner_pid, PolicyService policies)
+                                     int owner_pid, PolicyService policies, GpuDiscovery gpus)
     : topology_(std::move(topology)),
       allowed_(std::move(allowed)),
       ledger_(std::move(ledger)),
       memory_(std::move(memory)),
       owner_pid_(owner_pid),
-      policies_(std::move(policies)) {}
+      policies_(std::move(policies)),
+      gpu_discovery_(std::move(gpus)) {}
+
+std::pair<const Topology*, ClaimRequest> LedgerClaimBroker::scope(const ClaimRequest& request) {
+  if (!request.placement.gpus.wanted()) return {&topology_, request};
+  std::call_once(gpu_once_, [&] { gpu_topology_ = gpu_discovery_ ? gpu_discovery_(topology_) : topology_; });
+  ClaimRequest bounded = request;
+  bound_by_visible_devices(bounded.placement.gpus, gpu_topology_, std::getenv("CUDA_VISIBLE_DEVICES"));
+  return {&gpu_topology_, std::move(bounded)};
+}
 
 Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process() {
   auto topo = os::shared_topology();
@@ -55,7 +65,7 @@ Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process()
     memory = [m] { return m; };
   }
   return std::make_shared<LedgerClaimBroker>(*topo, allowed, os::LedgerFile(os::default_runtime_dir()), memory, 0,
-                                             &EmbeddedPolicies::for_this_process);
+                                             &EmbeddedPolicies::for_this_process, &gpu::with_nvml_gpus);
 }
 
 int LedgerClaimBroker::owner_pid() const { return owner_pid_ != 0 ? owner_pid_ : static_cast<int>(getpid()); }
@@ -170,14 +180,15 @@ Result<PolicyAdvice> LedgerClaimBroker::advice(uint64_t claim_id) {
   return (*service)->advice(claim_id);
 }
 
-Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
+Result<Grant> LedgerClaimBroker::record(const ClaimRequest& asked) {
+  auto [topology, request] = scope(asked);
   auto self = os::process_id(owner_pid());
   if (!self) return self.error();
   const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
   std::optional<Grant> grant;
   Status s = ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {
     auto placement =
-        plan_placement(topology_, allowed_, ledger.usage_for(my_lineage), memory_(), request.placement);
+        plan_placement(*topology, allowed_, ledger.usage_for(my_lineage), memory_(), request.placement);
     if (!placement) return placement.error();
     Claim c;
     c.owner = *self;
@@ -189,6 +200,8 @@ Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
     c.memory_bytes = request.placement.memory_bytes;
     c.label = request.label;
     c.created_unix = static_cast<int64_t>(time(nullptr));
+    c.gpus = placement->gpus;
+    c.gpus_exclusive = request.placement.gpus.exclusive;
     grant = Grant{ledger.add(std::move(c)), std::move(placement.value())};
     return true;
   });
@@ -198,6 +211,10 @@ Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
   // the job anyway; an exclusive one cannot be honoured without the ledger.
   const int code = s.error().code;
   if (code != MLOS_ERR_SYSTEM && code != MLOS_ERR_PERMISSION) return s.error();
+  if (request.placement.gpus.wanted()) {
+    return make_error(MLOS_ERR_UNSUPPORTED, "GPU claims need the claim ledger, which is unusable: " +
+                                                s.error().describe() + " (set MLOS_RUNTIME_DIR to a writable directory)");
+  }
   if (request.placement.exclusive) {
     return make_error(MLOS_ERR_UNSUPPORTED, "exclusive CPUs need the claim ledger, which is unusable: " +
                                                 s.error().describe() + " (set MLOS_RUNTIME_DIR to a writable directory)");
@@ -206,7 +223,7 @@ Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
   // (e.g. a root-owned ledger and an unprivileged caller).
   auto readable = ledger_.read();
   CpuUsage usage = readable ? readable->usage_for(my_lineage) : CpuUsage{};
-  auto placement = plan_placement(topology_, allowed_, usage, memory_(), request.placement);
+  auto placement = plan_placement(*topology, allowed_, usage, memory_(), request.placement);
   if (!placement) return placement.error();
   return Grant{0, std::move(placement.value()),
                "claim not recorded, other processes cannot see it: " + s.error().describe() +
@@ -214,11 +231,12 @@ Result<Grant> LedgerClaimBroker::record(const ClaimRequest& request) {
                              : "; existing claims could not be read either: " + readable.error().describe())};
 }
 
-Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& request) {
-  if (!request.policies.empty() && !policies_) return no_policy_service();
+Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& asked) {
+  if (!asked.policies.empty() && !policies_) return no_policy_service();
+  auto [topology, request] = scope(asked);
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
-  return plan_placement(topology_, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),
+  return plan_placement(*topology, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),
                         request.placement);
 }
 

@@ -21,18 +21,23 @@ class LedgerClaimBroker final : public ClaimBroker {
   // error, e.g. no policy host installed, refuses requested policies and
   // leaves a job without defaults). Null: policies are UNSUPPORTED.
   using PolicyService = std::function<Result<std::shared_ptr<EmbeddedPolicies>>()>;
+  // The topology with the GPUs requests may claim, made from the one given
+  // (gpu::with_nvml_gpus), asked at the first request for GPUs. Null: the
+  // topology given already has them (tests).
+  using GpuDiscovery = std::function<Topology(const Topology&)>;
 
   // `allowed`: the process's CPUs; `memory`: called under the ledger lock
   // for each request; `owner_pid`: the process claims belong to, 0 for
   // "whichever process calls" (read at each call, so a forked child's claims
   // are its own, not its parent's).
   LedgerClaimBroker(Topology topology, CpuSet allowed, os::LedgerFile ledger, MemoryProbe memory, int owner_pid,
-                    PolicyService policies = nullptr);
+                    PolicyService policies = nullptr, GpuDiscovery gpus = nullptr);
 
   // The broker for this process: shared_topology(), the main thread's
   // affinity at first use (MLOS_ALLOWED_CPUS overrides it for synthetic and
-  // XML topologies only), default_runtime_dir(), and
-  // EmbeddedPolicies::for_this_process().
+  // XML topologies only), default_runtime_dir(),
+  // EmbeddedPolicies::for_this_process(), and NVML's GPUs. A request for
+  // GPUs may claim only those its CUDA_VISIBLE_DEVICES shows, if set.
   static Result<std::shared_ptr<LedgerClaimBroker>> for_this_process();
 
   // With a policy service, a recorded claim gets the requested policies and
@@ -62,6 +67,12 @@ class LedgerClaimBroker final : public ClaimBroker {
   os::LedgerFile ledger_;
   MemoryProbe memory_;
   int owner_pid() const;
+  // What `request` is planned on: the topology, with its GPUs when it
+  // asks for some, and the request bounded by CUDA_VISIBLE_DEVICES.
+  std::pair<const Topology*, ClaimRequest> scope(const ClaimRequest& request);
+  GpuDiscovery gpu_discovery_;
+  std::once_flag gpu_once_;
+  Topology gpu_topology_;
   // Places and records the claim (acquire() without policies).
   Result<Grant> record(const ClaimRequest& request);
   // Registers a recorded claim with the policy service and attaches the

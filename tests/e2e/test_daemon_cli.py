@@ -135,13 +135,14 @@ def test_status_json_and_text_show_the_daemon_jobs(mlos, daemon, demo):
     assert lines[0].startswith(f"mlosd {j['daemon']['version']} (pid {daemon.proc.pid}, up ")
     assert str(daemon.socket) in lines[0]
     assert "shared pool" in lines[1]
-    # Then whether exclusive CPUs are kept from other processes, one line
-    # per uid holding something, and the jobs.
+    # Then whether exclusive CPUs are kept from other processes, the GPUs
+    # (none here, and why), one line per uid holding something, and the jobs.
     assert lines[2].startswith("confinement off: none ("), lines
+    assert lines[3].startswith("GPUs: none (") or lines[3].startswith("GPU 0 "), lines
     header = next(i for i, l in enumerate(lines) if l.split()[:1] == ["JOB"])
-    assert all(l.startswith("uid ") for l in lines[3:header]) and header > 3, lines
+    assert all(l.startswith(("uid ", "GPU ")) for l in lines[4:header]) and header > 4, lines
     assert lines[header].split() == ["JOB", "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s",
-                                     "TUNING", "POLICIES"]
+                                     "GPUS", "TUNING", "POLICIES"]
     row = next(cols for cols in (l.split() for l in lines[header + 1:]) if cols[2] == str(demo.pid))
     assert row[0] == str(job["job"])
     assert row[6] in PHASES

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`mlos topo`'s NVIDIA GPUs (docs/gpus.md) from outside: the CLI loads a
+"""`mlos topo`'s NVIDIA GPUs (docs/gpu.md) from outside: the CLI loads a
 fake NVML (tests/gpu/fake_nvml.cpp, named by MLOS_NVML_LIBRARY) serving
 GPUs described in JSON, and shows every figure, null where NVML did not
 give one; without NVML it shows none and why, and exits 0."""

@@ -46,10 +46,10 @@ def test_every_code_of_the_header_has_a_family_and_no_family_names_a_missing_cod
 
 
 def test_a_code_added_to_the_header_is_caught():
-    text = HEADER.read_text().replace("MLOS_ERR_BUSY = -25\n",
-                                      "MLOS_ERR_BUSY = -25,\n  /* New. */\n  MLOS_ERR_SOMETHING_NEW = -26\n")
+    text = HEADER.read_text().replace("MLOS_ERR_GPUS_BUSY = -27\n",
+                                      "MLOS_ERR_GPUS_BUSY = -27,\n  /* New. */\n  MLOS_ERR_SOMETHING_NEW = -28\n")
     added = {name: code for name, code, _ in gen_error_codes.parse(text)}
-    assert added["SOMETHING_NEW"] == -26 and unplaced(added) == ["SOMETHING_NEW"]
+    assert added["SOMETHING_NEW"] == -28 and unplaced(added) == ["SOMETHING_NEW"]
 
 
 def test_the_library_names_every_code():

@@ -1096,7 +1096,7 @@ class JobManagerBadArgsTest : public JobManagerTest {
   }
 };
 
-TEST_F(JobManagerBadArgsTest, UnknownKey) { expect_refused({{"num_cpus", 1}, {"num_gpus", 1}}); }
+TEST_F(JobManagerBadArgsTest, UnknownKey) { expect_refused({{"num_cpus", 1}, {"num_tpus", 1}}); }
 
 TEST_F(JobManagerBadArgsTest, WrongType) {
   expect_refused({{"num_cpus", "2"}});

@@ -43,6 +43,8 @@ struct RunOptions {
   // --policy NAME[=JSON], repeatable: policy modules attached with the
   // grant (mlosd only; JSON is the policy's config object, default {}).
   std::vector<std::string> policies;
+  std::string gpus;          // --gpus N | UUID[,UUID...]; "" = none
+  bool shared_gpus = false;  // --shared-gpus
   std::vector<std::string> command;
 };
 int run_run(const RunOptions& options);

@@ -31,6 +31,22 @@ std::string fit(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 1) + "~";
 }
 
+std::string short_gpus(const std::vector<std::string>& uuids) {
+  std::string out;
+  for (const auto& u : uuids) out += (out.empty() ? "" : ",") + u.substr(u.rfind("GPU-", 0) == 0 ? 4 : 0, 8);
+  return out.empty() ? "-" : out;
+}
+
+std::string short_gpus(const json& job) {
+  std::vector<std::string> uuids;
+  if (job.is_object() && job.contains("gpus") && job["gpus"].is_array()) {
+    for (const auto& g : job["gpus"]) {
+      if (g.is_string()) uuids.push_back(g.get<std::string>());
+    }
+  }
+  return short_gpus(uuids);
+}
+
 std::string human_duration(double seconds) {
   const long long s = seconds < 0 ? 0 : static_cast<long long>(seconds);
   char buf[32];
@@ -86,6 +102,18 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     }
   }
   char line[512];
+  // The GPUs jobs can claim, and who holds them.
+  if (reply.contains("gpus") && reply["gpus"].is_array()) {
+    const json& gpus = reply["gpus"];
+    if (gpus.empty()) out += "GPUs: none (" + json_text(reply, "gpu_note", "-") + ")\n";
+    for (const auto& g : gpus) {
+      const bool excl = g.is_object() && g.value("exclusive", false);
+      const int shared = g.is_object() ? static_cast<int>(json_number(g, "shared_claims").value_or(0)) : 0;
+      out += "GPU " + json_text(g, "index") + " " + json_text(g, "uuid") + " (node " + json_text(g, "numa_node") +
+             "): " + (excl ? std::string("exclusive") : shared > 0 ? "shared by " + std::to_string(shared) : "free") +
+             "\n";
+    }
+  }
   // Who holds what, against the per-user quotas (root has none).
   const json& users = reply.contains("users") && reply["users"].is_array() ? reply["users"] : json::array();
   for (const auto& u : users) {
@@ -99,8 +127,8 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
   }
   const json& jobs = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
   if (jobs.empty()) return out + "no jobs\n";
-  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-20s  %s\n", "JOB", "LABEL", "PID",
-           "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s", "TUNING", "POLICIES");
+  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-20s  %s\n", "JOB", "LABEL",
+           "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s", "GPUS", "TUNING", "POLICIES");
   out += line;
   for (const auto& job : jobs) {
     auto cpu = json_number(job, "cpu_seconds");
@@ -110,11 +138,12 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     const bool excl = job.is_object() && job.contains("exclusive") && job["exclusive"] == true;
     const std::string scope = excl ? json_text(job, "exclusive_scope", "mlos") : "no";
     const std::string tuning = tuning_of_process(static_cast<pid_t>(json_number(job, "pid").value_or(0)));
-    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-20s  %s\n",
+    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-20s  %s\n",
              json_text(job, "job").c_str(), fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
              json_text(job, "uid").c_str(), json_text(job, "cpus").c_str(), scope.c_str(),
              json_text(job, "phase").c_str(), json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text,
-             tuning.empty() ? "-" : fit(tuning, 20).c_str(), fit(job_policies(job), 200).c_str());
+             fit(short_gpus(job), 10).c_str(), tuning.empty() ? "-" : fit(tuning, 20).c_str(),
+             fit(job_policies(job), 200).c_str());
     out += line;
   }
   return out;

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,11 @@ std::string json_text(const nlohmann::json& j, const char* key, const std::strin
 
 // `text` cut to `width` (>= 1) characters, the last one then '~'.
 std::string fit(const std::string& text, size_t width);
+
+// GPU UUIDs in a table cell: each as the 8 characters after "GPU-",
+// comma-separated; "-" when there are none.
+std::string short_gpus(const std::vector<std::string>& uuids);
+std::string short_gpus(const nlohmann::json& job);  // its "gpus" array
 
 // "42s", "5m03s", "2h05m", "3d04h".
 std::string human_duration(double seconds);
@@ -32,8 +38,8 @@ std::string job_memory(const nlohmann::json& job);
 nlohmann::json daemon_status_json(const nlohmann::json& reply, const std::string& socket);
 
 // A header line (daemon version, pid, uptime, cgroups, CPUs, shared pool,
-// exclusive CPUs), then the table JOB LABEL PID UID CPUS EXCL PHASE WEIGHT
-// MEM CPU-s POLICIES (policy_view.h's job_policies), or "no jobs". Every
+// exclusive CPUs), the GPUs and who holds them, then the table JOB LABEL
+// PID UID CPUS EXCL PHASE WEIGHT MEM CPU-s GPUS TUNING POLICIES (policy_view.h's job_policies), or "no jobs". Every
 // line ends in '\n'.
 std::string daemon_status_text(const nlohmann::json& reply, const std::string& socket);
 

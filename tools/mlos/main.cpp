@@ -107,6 +107,14 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--strict-mem", run.strict_mem,
                     "Bind memory to the node(s), whose free memory must then hold --mem (default: prefer them)");
   run_cmd->add_flag("--single-node", run.single_node, "Fail rather than span several NUMA nodes");
+  run_cmd
+      ->add_option("--gpus", run.gpus,
+                   "NVIDIA GPUs for CMD: a count, or UUIDs (or unique prefixes) separated by commas; exclusive "
+                   "unless --shared-gpus. CMD gets CUDA_VISIBLE_DEVICES (by UUID) and MLOS_GPUS, and its CPUs and "
+                   "memory come from the GPUs' NUMA node unless --numa names one (docs/gpu.md)")
+      ->type_name("N|UUIDS");
+  run_cmd->add_flag("--shared-gpus", run.shared_gpus,
+                    "Let other shared GPU claims hold CMD's GPUs too (they are never shared with exclusive ones)");
   run_cmd->add_flag("--no-thread-env", run.no_thread_env,
                     "Do not set OMP_NUM_THREADS, MKL_NUM_THREADS and the like");
   run_cmd->add_flag("--no-python-hooks", run.no_python_hooks,
@@ -141,6 +149,7 @@ int main(int argc, char** argv) {
       "  mlos run -- python train.py --epochs 3      every CPU this process may use\n"
       "  mlos run --cpus 8 --mem 16G --exclusive -- torchrun --nproc-per-node 2 train.py\n"
       "  mlos run --cpu-list 0,2-3 -- ./bench        exactly CPUs 0, 2 and 3\n"
+      "  mlos run --gpus 1 --cpus 8 -- python train.py   a GPU, and 8 CPUs on its NUMA node\n"
       "  mlos run --cpus 4 --dry-run --json          where it would run, claiming nothing\n"
       "  mlos run --policy example='{\"threads\":1}' -- ./train");
 

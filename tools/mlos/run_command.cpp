@@ -74,7 +74,32 @@ nlohmann::json placement_json(const Placement& p, uint64_t claim_id) {
           {"memory_policy", p.memory_policy == MLOS_MEMPOLICY_BIND         ? "bind"
                             : p.memory_policy == MLOS_MEMPOLICY_INTERLEAVE ? "interleave"
                                                                            : "preferred"},
-          {"recommended_threads", std::max(1, p.physical_cores)}};
+          {"recommended_threads", std::max(1, p.physical_cores)},
+          {"gpus", p.gpus},
+          {"gpu_note", p.gpu_note}};
+}
+
+// --gpus N or --gpus UUID[,UUID...] into the request.
+Status add_gpus(const RunOptions& o, GpuRequest& gpus) {
+  gpus.exclusive = !o.shared_gpus;
+  if (o.gpus.empty()) {
+    if (o.shared_gpus) return make_error(MLOS_ERR_INVALID_ARGUMENT, "--shared-gpus needs --gpus");
+    return Status::Ok();
+  }
+  if (o.gpus.find_first_not_of("0123456789") == std::string::npos) {
+    try {
+      gpus.count = std::stoi(o.gpus);
+    } catch (const std::exception&) {
+      gpus.count = 0;
+    }
+    if (gpus.count < 1) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, "--gpus must be a count >= 1 or GPU UUIDs, got \"" + o.gpus + "\"");
+    }
+    return Status::Ok();
+  }
+  gpus.uuids = split_comma_list(o.gpus);
+  if (gpus.uuids.empty()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "--gpus \"" + o.gpus + "\" names no GPU");
+  return Status::Ok();
 }
 
 // --policy NAME[=JSON] into the request's policies (name -> config object).
@@ -116,6 +141,7 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
   r.label = o.label.empty() && !o.command.empty() ? valid_utf8(o.command.front()) : o.label;
   r.envelope = true;
   if (Status s = add_policies(o.policies, r.policies); !s) return s.error();
+  if (Status s = add_gpus(o, r.placement.gpus); !s) return s.error();
   if (!o.mem.empty()) {
     auto bytes = parse_size(o.mem);
     if (!bytes) return bytes.error();
@@ -276,7 +302,9 @@ int run_run(const RunOptions& o) {
     } else {
       std::cout << "would run on CPUs " << plan->cpu_set.to_list() << " (NUMA node(s) "
                 << dump_json(plan->nodes) << "), " << std::max(1, plan->physical_cores)
-                << " thread(s) per pool\n";
+                << " thread(s) per pool" << (plan->gpus.empty() ? "" : ", GPUs " + join_comma_list(plan->gpus))
+                << "\n";
+      if (!plan->gpu_note.empty()) std::cout << "note: " << plan->gpu_note << "\n";
     }
     return kExitOk;
   }
@@ -293,6 +321,10 @@ int run_run(const RunOptions& o) {
   }
   if (!grant->ledger_note.empty()) std::cerr << "mlos run: warning: " << grant->ledger_note << "\n";
   const Placement& p = grant->placement;
+  // mlosd's notes (in ledger_note) already say it.
+  if (!p.gpu_note.empty() && grant->ledger_note.find(p.gpu_note) == std::string::npos) {
+    std::cerr << "mlos run: note: " << p.gpu_note << "\n";
+  }
   os::Kernel& kernel = os::linux_kernel();
   // The process is single-threaded here, so the main thread's affinity and
   // memory policy are the process's, inherited by CMD and its children.
@@ -315,6 +347,12 @@ int run_run(const RunOptions& o) {
   setenv("MLOS_CPUS", p.cpu_set.to_list().c_str(), 1);
   setenv("MLOS_NUMA_NODE", std::to_string(p.primary_node).c_str(), 1);
   setenv("MLOS_RECOMMENDED_THREADS", threads.c_str(), 1);
+  if (!p.gpus.empty()) {
+    // By UUID: indices depend on CUDA_DEVICE_ORDER and on what the
+    // parent's CUDA_VISIBLE_DEVICES already hid.
+    setenv("CUDA_VISIBLE_DEVICES", join_comma_list(p.gpus).c_str(), 1);
+    setenv("MLOS_GPUS", join_comma_list(p.gpus).c_str(), 1);
+  }
   // Read by the mlos_training package at interpreter start-up (its .pth
   // hook): a Python CMD gets the allocation, sized thread pools and
   // automatic phases without changing a line. Inert for anything else.
@@ -333,6 +371,7 @@ int run_run(const RunOptions& o) {
     j["tuning"] = tuning.to_json();
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
                                           std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)" +
+                                          (p.gpus.empty() ? "" : ", GPUs " + join_comma_list(p.gpus)) +
                                           policies_text(policies))
               << "\n";
   }

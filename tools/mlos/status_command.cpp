@@ -44,6 +44,8 @@ int ledger_status(const StatusOptions& options) {
                              {"numa_node", c.numa_node},
                              {"memory_bytes", c.memory_bytes},
                              {"label", c.label},
+                             {"gpus", c.gpus},
+                             {"gpus_exclusive", c.gpus_exclusive},
                              {"tuning", tuning_of_process(c.owner.pid)},
                              {"age_seconds", now - c.created_unix}});
     }
@@ -55,15 +57,15 @@ int ledger_status(const StatusOptions& options) {
     std::cout << "no claims\n";
     return kExitOk;
   }
-  printf("%6s %8s %-10s %-10s %-9s %4s %10s %7s %-20s  %s\n", "ID", "PID", "USER", "CPUS", "KIND", "NODE", "MEMORY",
-         "AGE", "TUNING", "LABEL");
+  printf("%6s %8s %-10s %-10s %-9s %4s %10s %7s %-10s %-20s  %s\n", "ID", "PID", "USER", "CPUS", "KIND", "NODE",
+         "MEMORY", "AGE", "GPUS", "TUNING", "LABEL");
   for (const auto& c : ledger->claims) {
     const char* kind = c.envelope ? (c.exclusive ? "run,excl" : "run") : (c.exclusive ? "exclusive" : "shared");
     const std::string tuning = tuning_of_process(c.owner.pid);
-    printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds %-20s  %s\n", static_cast<unsigned long long>(c.id), c.owner.pid,
-           user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
+    printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds %-10s %-20s  %s\n", static_cast<unsigned long long>(c.id),
+           c.owner.pid, user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
            c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
-           tuning.empty() ? "-" : tuning.c_str(), c.label.c_str());
+           fit(short_gpus(c.gpus), 10).c_str(), tuning.empty() ? "-" : tuning.c_str(), c.label.c_str());
   }
   return kExitOk;
 }

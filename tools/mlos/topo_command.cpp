@@ -16,7 +16,7 @@ nlohmann::json or_null(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-// NVML's view (docs/gpus.md): every figure, null where NVML did not give
+// NVML's view (docs/gpu.md): every figure, null where NVML did not give
 // it, with the reasons in "notes".
 nlohmann::json nvml_json(const gpu::GpuInventory& inv) {
   nlohmann::json j{{"library", inv.nvml_library},

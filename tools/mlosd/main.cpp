@@ -31,6 +31,7 @@
 #include "mlos/log.h"
 #include "build_commit.h"
 #include "mlos/version.h"
+#include "gpu/gpu_topology.h"
 #include "os/hwloc_topology.h"
 #include "os/journal_log.h"
 #include "os/service_notify.h"
@@ -413,7 +414,17 @@ int main(int argc, char** argv) {
   }
 
   d::JobManagerDeps deps;
-  deps.topology = *topology;
+  // NVML's GPUs, claimable by jobs (docs/gpu.md); none, with the reason
+  // logged, where there is no NVML or no NVIDIA GPU.
+  deps.topology = mlos::gpu::with_nvml_gpus(*topology);
+  {
+    std::string gpus;
+    for (const auto& g : deps.topology.gpus) {
+      if (!g.uuid.empty()) gpus += (gpus.empty() ? "" : ", ") + g.uuid + " (node " + std::to_string(g.numa_node) + ")";
+    }
+    d::log_event(MLOS_LOG_INFO, gpus.empty() ? "no GPU can be claimed: " + deps.topology.gpu_note
+                                             : "GPUs jobs can claim: " + gpus);
+  }
   deps.allowed = *allowed;
   deps.memory = [t = *topology] { return os::read_memory_availability(t); };
   deps.cgroups = *driver;
