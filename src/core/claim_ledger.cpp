@@ -60,9 +60,10 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
   try {
     json j = json::parse(text);
     int version = j.at("schema_version").get<int>();
-    if (version != kSchemaVersion) {
+    if (version != kSchemaVersion && version != kSchemaVersionWithGpus) {
       return make_error(MLOS_ERR_STATE_CORRUPT, "ledger schema_version " + std::to_string(version) +
-                                                    " is not the supported " + std::to_string(kSchemaVersion));
+                                                    " is not a supported one (" + std::to_string(kSchemaVersion) +
+                                                    ", " + std::to_string(kSchemaVersionWithGpus) + ")");
     }
     ledger.next_id = non_negative_field(j, "next_id");
     ledger.boot_id = j.value("boot_id", std::string());
@@ -79,8 +80,12 @@ Result<ClaimLedger> ClaimLedger::parse(std::string_view text) {
 
 std::string ClaimLedger::serialize() const {
   json arr = json::array();
-  for (const auto& c : claims) arr.push_back(claim_to_json(c));
-  json j{{"schema_version", kSchemaVersion}, {"next_id", next_id}, {"boot_id", boot_id}, {"claims", arr}};
+  bool gpus = false;
+  for (const auto& c : claims) {
+    arr.push_back(claim_to_json(c));
+    gpus = gpus || !c.gpus.empty();
+  }
+  json j{{"schema_version", gpus ? kSchemaVersionWithGpus : kSchemaVersion}, {"next_id", next_id}, {"boot_id", boot_id}, {"claims", arr}};
   // Labels come from callers (the C API's request, `mlos run`'s CMD) and may
   // hold bytes that are not UTF-8: written as U+FFFD rather than thrown on.
   return j.dump(1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) + "\n";
@@ -92,6 +97,15 @@ std::vector<Claim> ClaimLedger::prune(const std::function<bool(const ProcessId&)
   dead.assign(std::make_move_iterator(it), std::make_move_iterator(claims.end()));
   claims.erase(it, claims.end());
   return dead;
+}
+
+const Claim* ClaimLedger::envelope_of(const std::vector<ProcessId>& lineage) const {
+  for (const ProcessId& member : lineage) {
+    for (const auto& c : claims) {
+      if (c.envelope && c.owner == member) return &c;
+    }
+  }
+  return nullptr;
 }
 
 CpuUsage ClaimLedger::usage_for(const std::vector<ProcessId>& lineage) const {

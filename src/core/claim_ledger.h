@@ -4,7 +4,7 @@
 // CpuUsage a new request competes with. Pure logic; the file, its lock and
 // process liveness checks live in os/.
 //
-// File format (schema_version 1):
+// File format (schema_version 1; 2 while a claim holds GPUs):
 //   {"schema_version":1,"next_id":7,"boot_id":"<kernel boot id>",
 //    "claims":[{"id":3,"pid":123,
 //     "start_time":456,"uid":0,"cpus":"0-3","exclusive":true,
@@ -52,6 +52,10 @@ struct Claim {
 
 struct ClaimLedger {
   static constexpr int kSchemaVersion = 1;
+  // Written instead while a claim holds GPUs: a library from before GPU
+  // claims then refuses the ledger (STATE_CORRUPT, naming the version)
+  // rather than rewriting it without them and so freeing the GPUs.
+  static constexpr int kSchemaVersionWithGpus = 2;
   uint64_t next_id = 1;
   // /proc/sys/kernel/random/boot_id when last written: a ledger that
   // survived a reboot (persistent MLOS_RUNTIME_DIR) holds only dead claims,
@@ -72,6 +76,10 @@ struct ClaimLedger {
   // lineage (itself, then its ancestors) is `lineage`: all claims except
   // envelopes owned by a member of the lineage.
   CpuUsage usage_for(const std::vector<ProcessId>& lineage) const;
+
+  // The envelope a request from `lineage` nests in: the one owned by the
+  // nearest member of the lineage (itself first); nullptr if none.
+  const Claim* envelope_of(const std::vector<ProcessId>& lineage) const;
 
   // Appends a claim with a fresh id; returns the id.
   uint64_t add(Claim claim);

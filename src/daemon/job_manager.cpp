@@ -191,6 +191,17 @@ Status JobManager::write_snapshot() {
   return s;
 }
 
+std::string JobManager::share_contended_gpus(JobRecord& r) const {
+  if (!r.gpus_exclusive) return "";
+  std::string taken;
+  for (const auto& g : r.gpus) {
+    if (usage_.gpus.exclusive.count(g) || usage_.gpus.load(g) > 0) taken += (taken.empty() ? "" : ",") + g;
+  }
+  if (taken.empty()) return "";
+  r.gpus_exclusive = false;
+  return "GPUs booked as shared: " + taken + " are held by another job too";
+}
+
 void JobManager::book(const JobRecord& r, int sign) {
   // A nested job's CPUs and memory are its parent's: it books against the
   // parent, and counts only as a job for its user.
@@ -316,6 +327,7 @@ Result<std::vector<std::string>> JobManager::recover() {
     if (other == 0 || jobs_.count(other)) continue;
     book(j.record, -1);
     j.record.parent = j.record.host = 0;
+    if (std::string note = share_contended_gpus(j.record); !note.empty()) j.notes.push_back(note);
     book(j.record, +1);
     apply_cgroup(j, true);
     report.push_back("job " + std::to_string(id) + " stands alone: job " + std::to_string(other) + " is gone");
@@ -664,6 +676,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
              {"memory_policy", static_cast<int>(placement->memory_policy)},
              {"physical_cores", placement->physical_cores},
              {"gpus", live.record.gpus},
+             {"gpu_note", placement->gpu_note},
              {"cgroup", cgroup_of(live)},
              {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
              {"notes", live.notes}};
@@ -790,6 +803,7 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
         child.notes.push_back("its envelope (job " + std::to_string(gone.id) +
                               ") ended and other jobs use its CPUs: no longer exclusive");
       }
+      if (std::string note = share_contended_gpus(child.record); !note.empty()) child.notes.push_back(note);
       book(child.record, +1);
       apply_cgroup(child, true);
       // Started inside the envelope, which came from there.

@@ -275,6 +275,11 @@ class JobManager {
   // kept incrementally so that a request costs the same at 10 jobs and at
   // 10,000.
   void book(const JobRecord& r, int sign);
+  // Before `r` (not booked yet) is booked at node level with GPUs held
+  // exclusively: if another job of the node holds any of them, it books
+  // them as shared instead and returns the note saying so ("" if not):
+  // two exclusive bookings of one GPU would free it when either ends.
+  std::string share_contended_gpus(JobRecord& r) const;
   // Creates/updates the job's cgroup for its current phase; unsupported
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);

@@ -44,7 +44,9 @@ std::vector<std::string> JobManager::follow_ledger() {
   // Envelopes first, so that the claims made inside them nest.
   std::vector<const Claim*> fresh;
   for (const Claim& c : ledger.claims) {
-    if (!adopted_.count(c.id)) fresh.push_back(&c);
+    // A claim whose owner has exited is the ledger's to prune: adopting it
+    // would book its CPUs and GPUs until the next owner sweep.
+    if (!adopted_.count(c.id) && (!d_.is_alive || d_.is_alive(c.owner))) fresh.push_back(&c);
   }
   std::stable_sort(fresh.begin(), fresh.end(), [](const Claim* a, const Claim* b) { return a->envelope > b->envelope; });
   for (const Claim* c : fresh) {
@@ -67,6 +69,19 @@ std::vector<std::string> JobManager::follow_ledger() {
     r.gpus_exclusive = c->gpus_exclusive;
     Live* in = enclosing_job(c->owner);
     if (in != nullptr && (in->record.owner != c->owner || in->record.envelope)) r.parent = in->record.id;
+    if (r.parent != 0) {
+      // Its GPUs must be its envelope's to nest (a library from before
+      // envelopes bounded GPUs may have claimed others): else the node's.
+      const auto& outer = jobs_.at(r.parent).record.gpus;
+      for (const auto& g : r.gpus) {
+        if (std::find(outer.begin(), outer.end(), g) == outer.end()) {
+          j.notes.push_back("not nested in job " + std::to_string(r.parent) + ": its GPU " + g +
+                            " is not that job's, so it is booked as the node's");
+          r.parent = 0;
+          break;
+        }
+      }
+    }
     const CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
     j.notes.push_back("adopted from the embedded ledger (claim " + std::to_string(c->id) +
                       "): booked by mlosd, not in a cgroup (its process placed itself)");
@@ -78,17 +93,8 @@ std::vector<std::string> JobManager::follow_ledger() {
       j.notes.push_back("booked as shared: CPUs " + (r.cpus & u.exclusive).to_list() +
                         " were already granted exclusively to another job");
     }
-    if (r.gpus_exclusive) {
-      std::string taken;
-      for (const auto& g : r.gpus) {
-        if (u.gpus.exclusive.count(g) || u.gpus.load(g) > 0) taken += (taken.empty() ? "" : ",") + g;
-      }
-      if (!taken.empty()) {
-        // As for CPUs: booking both as exclusive would free one's GPU
-        // when the other ends.
-        r.gpus_exclusive = false;
-        j.notes.push_back("GPUs booked as shared: " + taken + " were already granted to another job");
-      }
+    if (r.parent == 0) {
+      if (std::string note = share_contended_gpus(r); !note.empty()) j.notes.push_back(note);
     }
     r.confines = confines(r);
     if (!(c->cpus & d_.allowed).count()) j.notes.push_back("its CPUs " + c->cpus.to_list() + " are outside mlosd's");

@@ -142,11 +142,14 @@ Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   if (!placement) return placement.error();
   Grant g;
   g.claim_id = reply->value("job", uint64_t{0});
-  g.placement = std::move(*placement);
   std::string notes;
   for (const auto& n : reply->value("notes", json::array())) {
-    if (n.is_string()) notes += (notes.empty() ? "" : "; ") + n.get<std::string>();
+    // The GPU note is the placement's (an affinity note of the job).
+    if (n.is_string() && n.get<std::string>() != placement->gpu_note) {
+      notes += (notes.empty() ? "" : "; ") + n.get<std::string>();
+    }
   }
+  g.placement = std::move(*placement);
   g.ledger_note = notes;
   g.phase_sink = sink;
   for (const auto& n : reply->value("policies", json::array())) {

@@ -27,6 +27,27 @@ LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::Ledg
       policies_(std::move(policies)),
       gpu_discovery_(std::move(gpus)) {}
 
+namespace {
+
+// `request` with its GPUs bounded by the envelope it nests in (mlos run's
+// claim for this process or an ancestor), as mlosd bounds them: a GPU
+// request inside `mlos run` without --gpus then has none to take.
+PlacementRequest within_envelope(const ClaimLedger& ledger, const std::vector<ProcessId>& lineage,
+                                 PlacementRequest request) {
+  const Claim* envelope = request.gpus.wanted() ? ledger.envelope_of(lineage) : nullptr;
+  if (envelope == nullptr) return request;
+  std::vector<std::string> bound = envelope->gpus;
+  if (request.gpus.within) {
+    std::erase_if(bound, [&](const std::string& g) {
+      return std::find(request.gpus.within->begin(), request.gpus.within->end(), g) == request.gpus.within->end();
+    });
+  }
+  request.gpus.within = std::move(bound);
+  return request;
+}
+
+}  // namespace
+
 std::pair<const Topology*, ClaimRequest> LedgerClaimBroker::scope(const ClaimRequest& request) {
   if (!request.placement.gpus.wanted()) return {&topology_, request};
   std::call_once(gpu_once_, [&] { gpu_topology_ = gpu_discovery_ ? gpu_discovery_(topology_) : topology_; });
@@ -187,8 +208,8 @@ Result<Grant> LedgerClaimBroker::record(const ClaimRequest& asked) {
   const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
   std::optional<Grant> grant;
   Status s = ledger_.update([&](ClaimLedger& ledger) -> Result<bool> {
-    auto placement =
-        plan_placement(*topology, allowed_, ledger.usage_for(my_lineage), memory_(), request.placement);
+    auto placement = plan_placement(*topology, allowed_, ledger.usage_for(my_lineage), memory_(),
+                                    within_envelope(ledger, my_lineage, request.placement));
     if (!placement) return placement.error();
     Claim c;
     c.owner = *self;
@@ -236,8 +257,9 @@ Result<Placement> LedgerClaimBroker::plan(const ClaimRequest& asked) {
   auto [topology, request] = scope(asked);
   auto ledger = ledger_.read();
   if (!ledger) return ledger.error();
-  return plan_placement(*topology, allowed_, ledger->usage_for(os::lineage(owner_pid())), memory_(),
-                        request.placement);
+  const std::vector<ProcessId> my_lineage = os::lineage(owner_pid());
+  return plan_placement(*topology, allowed_, ledger->usage_for(my_lineage), memory_(),
+                        within_envelope(*ledger, my_lineage, request.placement));
 }
 
 Status LedgerClaimBroker::release(uint64_t claim_id) {

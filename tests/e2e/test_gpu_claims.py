@@ -224,3 +224,23 @@ def test_one_book_a_gpu_claimed_while_mlosd_was_down_stays_claimed(tmp_path, nvm
     assert r.returncode == EXIT_RUN_FAILED and json.loads(r.stderr.splitlines()[-1])["error"]["code"] == ERR["MLOS_ERR_GPUS_BUSY"], r.stderr
     p.kill()
     p.wait(10)
+
+
+@pytest.mark.parametrize("mode", ["embedded", "daemon"])
+def test_a_run_inside_a_run_takes_gpus_only_from_its_envelope(tmp_path, nvml, mode):
+    """Both books bound a nested request by its envelope's GPUs, not only by
+    CUDA_VISIBLE_DEVICES (removed here): none without --gpus outside, and
+    the envelope's one, not the free first GPU, with it."""
+    d = started(Daemon(tmp_path))
+    if mode == "daemon":
+        d.start()
+    mlos = str(build_dir() / "bin" / "mlos")
+    inner = ["env", "-u", "CUDA_VISIBLE_DEVICES", mlos, "run", "--json", "--gpus", "1", "--", "sh", "-c",
+             "echo $CUDA_VISIBLE_DEVICES"]
+    r = subprocess.run([mlos, "run", "--cpus", "1", "--", *inner], env=run_env(d, mode), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == EXIT_RUN_FAILED, r.stdout + r.stderr
+    assert json.loads(r.stderr.splitlines()[-1])["error"]["code"] == ERR["MLOS_ERR_INSUFFICIENT_GPUS"], r.stderr
+    r = subprocess.run([mlos, "run", "--gpus", B, "--cpus", "1", "--", *inner], env=run_env(d, mode),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == B, r.stdout + r.stderr

@@ -125,7 +125,7 @@ TEST(ClaimLedgerTest, CorruptInputIsStateCorrupt) {
       "not json at all",                                          //
       "[]",                                                       // not an object
       "null",                                                     //
-      R"({"schema_version":2,"next_id":1,"claims":[]})",          // wrong version
+      R"({"schema_version":3,"next_id":1,"claims":[]})",          // wrong version
       R"({"schema_version":"1","next_id":1,"claims":[]})",        // wrong type
       R"({"next_id":1,"claims":[]})",                             // missing version
       R"({"schema_version":1,"claims":[]})",                      // missing next_id

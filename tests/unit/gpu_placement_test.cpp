@@ -216,12 +216,16 @@ TEST(GpuPlacementTest, LedgerClaimsCarryTheirGpusThroughJson) {
   plain.cpus.set(1);
   ledger.add(plain);
   const std::string text = ledger.serialize();
+  EXPECT_NE(text.find("\"schema_version\": 2"), std::string::npos) << "older libraries refuse it, keeping the GPUs";
   EXPECT_EQ(text.find("gpus", text.find("\"pid\":101")), std::string::npos);  // none: no field
   auto back = ClaimLedger::parse(text);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->claims[0].gpus, (S{kA, kB}));
   EXPECT_TRUE(back->claims[0].gpus_exclusive);
   EXPECT_TRUE(back->claims[1].gpus.empty());
+  ClaimLedger without = *back;
+  without.claims.erase(without.claims.begin());
+  EXPECT_NE(without.serialize().find("\"schema_version\": 1"), std::string::npos);
   const CpuUsage u = back->usage_for({});
   EXPECT_EQ(u.gpus.exclusive, (std::set<std::string>{kA, kB}));
   auto bad = ClaimLedger::parse(R"({"schema_version":1,"next_id":2,"claims":[{"id":1,"pid":5,"start_time":1,)"

@@ -772,8 +772,10 @@ TEST_F(JobManagerTest, ADryRunPlansWithoutGrantingBookingOrSaving) {
 
 class JobManagerLedgerTest : public JobManagerTest {
  protected:
-  std::unique_ptr<JobManager> make_following_manager() {
+  // `gpus`: the node's claimable GPUs (none by default).
+  std::unique_ptr<JobManager> make_following_manager(std::vector<Gpu> gpus = {}) {
     JobManagerDeps d = deps();
+    d.topology.gpus = std::move(gpus);
     d.ledger_changes = [this]() -> std::optional<Result<ClaimLedger>> {
       if (!ledger_changed_) return std::nullopt;
       ledger_changed_ = false;
@@ -856,6 +858,36 @@ TEST_F(JobManagerLedgerTest, AClaimThatLeavesTheLedgerIsForgottenAndDuplicatesAr
   EXPECT_TRUE(job_of_pid(m->status(), 301).is_null());
   EXPECT_EQ(saved_registry().jobs.size(), 1u);
   EXPECT_EQ(m->status()["exclusive_cpus"], "0-1") << "job 1's CPUs stay exclusive";
+}
+
+TEST_F(JobManagerLedgerTest, ADeadOwnersClaimIsNotAdoptedAndGpusComeWithTheLiveOnes) {
+  add_claim(5, 301, "0-1", true, false, "gone");
+  processes_[301].alive = false;  // exited; the ledger has not pruned it yet
+  add_claim(6, 302, "2", false, false, "gpu-holder");
+  ledger_.claims.back().gpus = {"GPU-a"};
+  ledger_.claims.back().gpus_exclusive = true;
+  Gpu a;
+  a.uuid = "GPU-a";
+  a.nvml_index = 0;
+  a.numa_node = 1;
+  auto m = make_following_manager({a});
+  ASSERT_TRUE(m->recover().ok());
+  const json st = m->status();
+  EXPECT_TRUE(job_of_pid(st, 301).is_null()) << st.dump();
+  EXPECT_EQ(st["exclusive_cpus"], "") << "a dead claim books nothing";
+  EXPECT_EQ(job_of_pid(st, 302)["gpus"], json::array({"GPU-a"}));
+  EXPECT_EQ(st["gpus"][0]["exclusive"], true);
+  // mlosd's own grants see the adopted GPU as taken, whoever asks.
+  auto busy = m->request(spawn(401, kBob), {{"num_cpus", 1}, {"num_gpus", 1}, {"exclusive_gpus", false}}, {});
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.error().code, MLOS_ERR_GPUS_BUSY) << busy.error().describe();
+  ledger_.claims.clear();
+  ledger_changed_ = true;
+  m->tick();
+  auto granted = m->request(spawn(402, kBob), {{"num_cpus", 1}, {"num_gpus", 1}}, {});
+  ASSERT_TRUE(granted.ok()) << granted.error().describe();
+  EXPECT_EQ((*granted)["gpus"], json::array({"GPU-a"}));
+  EXPECT_EQ((*granted)["nodes"], json::array({1})) << "CPUs on the GPU's node";
 }
 
 TEST_F(JobManagerLedgerTest, AnUnreadableLedgerChangesNothing) {

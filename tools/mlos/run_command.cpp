@@ -321,10 +321,7 @@ int run_run(const RunOptions& o) {
   }
   if (!grant->ledger_note.empty()) std::cerr << "mlos run: warning: " << grant->ledger_note << "\n";
   const Placement& p = grant->placement;
-  // mlosd's notes (in ledger_note) already say it.
-  if (!p.gpu_note.empty() && grant->ledger_note.find(p.gpu_note) == std::string::npos) {
-    std::cerr << "mlos run: note: " << p.gpu_note << "\n";
-  }
+  if (!p.gpu_note.empty()) std::cerr << "mlos run: note: " << p.gpu_note << "\n";
   os::Kernel& kernel = os::linux_kernel();
   // The process is single-threaded here, so the main thread's affinity and
   // memory policy are the process's, inherited by CMD and its children.
