@@ -1048,6 +1048,8 @@ JobSample JobManager::sample(const Live& j) const {
   s.pod_uid = ids.pod_uid;
   s.slurm_job_id = ids.slurm_job_id;
   s.phase = j.phase;
+  s.gpus = j.record.gpus;
+  s.gpus_exclusive = j.record.gpus_exclusive;
   if (auto snap = phase_snapshot(j)) {
     s.phase = snap->phase;
     s.activity = snap->activity;

@@ -3,6 +3,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -52,6 +53,8 @@ struct JobMetrics::JobSeries {
   prometheus::Gauge* pressure_level = nullptr;
   TotalCounter pressure_changes;
   std::array<TotalCounter, 6> activity{};
+  std::map<std::string, prometheus::Gauge*> gpus;  // UUID -> its mlos_job_gpu_info series
+  bool gpus_exclusive = false;
 };
 
 JobMetrics::JobMetrics(const std::string& commit)
@@ -87,6 +90,10 @@ JobMetrics::JobMetrics(const std::string& commit)
                           .Name("mlos_job_memory_pressure_level")
                           .Help("Memory-pressure level of the job: 0 NORMAL, 1 MODERATE, 2 CRITICAL")
                           .Register(*registry_)),
+      gpu_info_(BuildGauge()
+                    .Name("mlos_job_gpu_info")
+                    .Help("A GPU the job holds; always 1. UUID as dcgm-exporter labels its series")
+                    .Register(*registry_)),
       pressure_changes_(BuildCounter()
                             .Name("mlos_job_memory_pressure_changes_total")
                             .Help("Memory-pressure level changes of the job")
@@ -214,6 +221,7 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
       if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add(labels);
       advance(series->pressure_changes, static_cast<double>(*s.memory_pressure_changes));
     }
+    update_gpus(*series, s);
     if (s.activity) {
       const auto values = activity_values(*s.activity);
       for (size_t i = 0; i < values.size(); ++i) {
@@ -221,6 +229,30 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
         advance(series->activity[i], values[i]);
       }
     }
+  }
+}
+
+void JobMetrics::update_gpus(JobSeries& series, const JobSample& s) {
+  // Series of GPUs it no longer holds, or all when their exclusivity
+  // changed (an exclusive claim booked as shared), go; new ones come.
+  for (auto it = series.gpus.begin(); it != series.gpus.end();) {
+    const bool held = std::find(s.gpus.begin(), s.gpus.end(), it->first) != s.gpus.end();
+    if (held && series.gpus_exclusive == s.gpus_exclusive) {
+      ++it;
+      continue;
+    }
+    gpu_info_.Remove(it->second);
+    it = series.gpus.erase(it);
+  }
+  series.gpus_exclusive = s.gpus_exclusive;
+  for (const auto& uuid : s.gpus) {
+    if (series.gpus.count(uuid)) continue;
+    Labels l = series.labels;
+    l["UUID"] = uuid;
+    l["exclusive"] = s.gpus_exclusive ? "true" : "false";
+    auto& g = gpu_info_.Add(l);
+    g.Set(1);
+    series.gpus[uuid] = &g;
   }
 }
 
@@ -241,6 +273,7 @@ void JobMetrics::drop(uint64_t job) {
   if (s.memory_limit) memory_limit_.Remove(s.memory_limit);
   if (s.pressure_level) pressure_level_.Remove(s.pressure_level);
   if (s.pressure_changes.counter) pressure_changes_.Remove(s.pressure_changes.counter);
+  for (const auto& [uuid, g] : s.gpus) gpu_info_.Remove(g);
   for (size_t i = 0; i < s.activity.size(); ++i) {
     if (s.activity[i].counter) activity_[i]->Remove(s.activity[i].counter);
   }

@@ -21,6 +21,9 @@
 //   mlos_job_memory_pressure_changes_total
 //   mlos_job_collective_{calls,bytes,seconds}_total      barriers and all-reduces
 //   mlos_job_checkpoint_{saves,bytes,seconds}_total      durable checkpoint saves
+//   mlos_job_gpu_info{job_id,label,uid,UUID,exclusive}   1 per GPU the job holds: UUID is
+//                                                        dcgm-exporter's label, so its per-GPU
+//                                                        series join a job's (docs/monitoring.md)
 //
 // Not thread-safe: one thread (the daemon's metrics updater) calls update().
 #pragma once
@@ -60,6 +63,8 @@ struct JobSample {
   std::optional<int> memory_pressure_level;            // jobs with a memory watch
   std::optional<uint64_t> memory_pressure_changes;
   std::optional<PhaseSnapshot::Activity> activity;     // from its phase page
+  std::vector<std::string> gpus;                       // UUIDs of the GPUs it holds
+  bool gpus_exclusive = false;
 };
 
 class JobMetrics {
@@ -84,6 +89,8 @@ class JobMetrics {
  private:
   struct JobSeries;
   void drop(uint64_t job);
+  // Brings the job's mlos_job_gpu_info series to the GPUs it holds.
+  void update_gpus(JobSeries& series, const JobSample& s);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& info_;
@@ -96,6 +103,7 @@ class JobMetrics {
   prometheus::Family<prometheus::Gauge>& memory_;
   prometheus::Family<prometheus::Gauge>& memory_limit_;
   prometheus::Family<prometheus::Gauge>& pressure_level_;
+  prometheus::Family<prometheus::Gauge>& gpu_info_;
   prometheus::Family<prometheus::Counter>& pressure_changes_;
   // Activity: collectives then checkpoints, as counted on the phase page.
   std::array<prometheus::Family<prometheus::Counter>*, 6> activity_{};

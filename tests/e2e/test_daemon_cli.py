@@ -161,7 +161,7 @@ def test_top_batch(mlos, daemon, demo):
     assert f"(pid {daemon.proc.pid})" in r.stdout
     header = next(l for l in r.stdout.splitlines() if l.split()[:1] == ["JOB"])
     assert header.split() == ["JOB", "LABEL", "PID", "CPUS", "PHASE", "IDLE%", "DATA%", "FWD%", "BWD%", "OPT%",
-                              "CKPT%", "MEM", "CPU%", "POLICIES"]
+                              "CKPT%", "MEM", "GPUS", "CPU%", "POLICIES"]
     rows = [cols for cols in top_rows(r.stdout) if cols[2] == str(demo.pid)]
     assert len(rows) == 2, r.stdout
     for cols in rows:

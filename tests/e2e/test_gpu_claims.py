@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,17 @@ def test_mlosd_grants_an_exclusive_gpu_once_across_processes_and_users(daemon):
     text = subprocess.run([str(build_dir() / "bin" / "mlos"), "status"], env=run_env(daemon), capture_output=True,
                           text=True, timeout=30).stdout
     assert f"GPU 0 {A} (node 0): exclusive" in text and "aaaaaaaa,~" in text, text
+    # Prometheus: one series per GPU held, joinable on dcgm-exporter's UUID
+    # (the series follow the jobs at the next metrics update).
+    port = st["daemon"]["metrics_port"]
+
+    def scrape():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as m:
+            return m.read().decode()
+
+    wanted = [f'mlos_job_gpu_info{{UUID="{u}",exclusive="true",job_id="{job["job"]}",label="trainer",uid="{os.geteuid()}"}} 1'
+              for u in (A, B)]
+    assert wait_for(lambda: all(w in scrape() for w in wanted), timeout=30), scrape()
     # Another user's process asks mlosd directly, even for a shared GPU:
     # refused.
     if os.geteuid() == 0:

@@ -96,6 +96,28 @@ TEST(JobMetricsTest, TotalsAdvanceJobsComeAndGoAndRestartsStartFresh) {
   EXPECT_TRUE(has_line(t, "mlos_job_phase_seconds_total{job_id=\"3\",label=\"train.py\",phase=\"BACKWARD\",uid=\"1000\"} 0.5")) << t;
 }
 
+TEST(JobMetricsTest, EachGpuAJobHoldsIsASeriesJoinableOnDcgmsUuid) {
+  JobMetrics m;
+  JobSample s = sample(4, MLOS_TRAINING_PHASE_FORWARD, 0);
+  s.gpus = {"GPU-a", "GPU-b"};
+  s.gpus_exclusive = true;
+  m.update({s});
+  std::string t = m.text();
+  const std::string a = R"(mlos_job_gpu_info{UUID="GPU-a",exclusive="true",job_id="4",label="train.py",uid="1000"} 1)";
+  EXPECT_TRUE(has_line(t, a)) << t;
+  EXPECT_NE(t.find(R"(UUID="GPU-b",exclusive="true")"), std::string::npos) << t;
+  // Booked as shared later, and one GPU fewer: the series follow.
+  s.gpus = {"GPU-b"};
+  s.gpus_exclusive = false;
+  m.update({s});
+  t = m.text();
+  EXPECT_EQ(t.find("GPU-a"), std::string::npos) << t;
+  EXPECT_TRUE(has_line(t, R"(mlos_job_gpu_info{UUID="GPU-b",exclusive="false",job_id="4",label="train.py",uid="1000"} 1)"))
+      << t;
+  m.update({});  // the job ended
+  EXPECT_EQ(m.text().find("mlos_job_gpu_info{"), std::string::npos) << m.text();
+}
+
 TEST(JobMetricsTest, PromtoolAcceptsTheOutput) {
   FILE* which = popen("command -v promtool", "r");
   char path[256] = {};

@@ -118,6 +118,7 @@ TopJobRow row_of(const json& job) {
     r.pressure = static_cast<int>(json_number(job["memory_pressure"], "level").value_or(-1));
   }
   r.exclusive = job.contains("exclusive") && job["exclusive"].is_boolean() && job["exclusive"].get<bool>();
+  r.gpus = short_gpus(job);
   return r;
 }
 

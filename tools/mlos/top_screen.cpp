@@ -98,6 +98,7 @@ constexpr Column kColumns[] = {
     {"PHASE", 12, false, static_cast<int>(SortColumn::kPhase)},
     {"CPU%", 6, true, static_cast<int>(SortColumn::kCpuPercent)},
     {"MEM", 19, false, static_cast<int>(SortColumn::kMemory)},
+    {"GPUS", 8, false, -1},
     {"PRESSURE", 8, false, static_cast<int>(SortColumn::kPressure)},
     {"PHASES", 0, false, -1},
 };
@@ -224,13 +225,14 @@ class Screen {
       const TopJobRow& r = rows[static_cast<size_t>(first + i)];
       const int row = y + 1 + i;
       const std::string cells[] = {std::to_string(r.job), std::string(1, r.mark), r.label, r.pid, r.cpus_text,
-                                   r.phase, percent(r.cpu_percent), memory_text(r), pressure_name(r.pressure)};
+                                   r.phase, percent(r.cpu_percent), memory_text(r), r.gpus, pressure_name(r.pressure)};
+      constexpr size_t kPressureCell = 9;
       int x = 0;
       for (size_t i = 0; i < std::size(cells); ++i) {
         const Column& c = kColumns[i];
         attr_t attr = A_NORMAL;
         if (i == 1) attr = palette_.job(r.colour);
-        if (i == 8 && r.pressure >= 0 && r.pressure <= 2) {
+        if (i == kPressureCell && r.pressure >= 0 && r.pressure <= 2) {
           attr = palette_.pair(static_cast<short>(kPairPressure + r.pressure)) | (r.pressure == 2 ? A_BOLD : 0);
         }
         put(row, x, pad(cells[i], c.width, c.right), attr);
