@@ -66,6 +66,7 @@ Status ControlServer::listen() {
 json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, os::UniqueFd fd) {
   metrics_.count_request(req.op);
   RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size(), &connections_by_uid_};
+  if (gpus_) ctx.gpu_figures = [this] { return gpus_->figures(); };
   json reply = handle_request(jobs_, ctx, peer, req, std::move(fd));
   if (req.op == "request" && reply.value("ok", false) && reply.contains("job")) {
     if (auto owner = jobs_.owner_of(reply["job"].get<uint64_t>())) watch_owner(reply["job"].get<uint64_t>(), *owner);
@@ -349,7 +350,7 @@ void ControlServer::sample(bool metrics_due) {
   close_idle_clients(Job::steady_clock_ns());
   if (!listening_) resume_listening();
   if (!metrics_due) return;
-  if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); });
+  if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); }, gpus_.get());
   updater_->post(jobs_.samples());
   metrics_.set_clients(static_cast<int>(clients_.size()));
   policy_metrics_.update(jobs_.loaded_policies());

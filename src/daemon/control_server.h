@@ -52,6 +52,9 @@ class ControlServer {
     std::function<void(const std::string& why)> stopping;  // SIGTERM/SIGINT, before the loop returns
   };
   void set_hooks(Hooks hooks) { hooks_ = std::move(hooks); }
+  // The GPUs' metrics (mlosd with NVML), updated with the jobs' and shown
+  // per job in status; before run(). Null: no GPU figures.
+  void set_gpu_metrics(std::shared_ptr<GpuMetrics> gpus) { gpus_ = std::move(gpus); }
 
   // Binds the socket (refusing if another daemon answers there).
   Status listen();
@@ -124,6 +127,7 @@ class ControlServer {
   std::set<int> policy_fds_;                      // policy host sockets in epoll
   uint64_t ticks_ = 0;
   std::map<std::string, uint64_t> requests_by_op_;
+  std::shared_ptr<GpuMetrics> gpus_;
   std::unique_ptr<MetricsUpdater> updater_;  // started at the first sample
   PolicyMetrics policy_metrics_;
   Hooks hooks_;

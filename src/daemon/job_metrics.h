@@ -65,6 +65,7 @@ struct JobSample {
   std::optional<PhaseSnapshot::Activity> activity;     // from its phase page
   std::vector<std::string> gpus;                       // UUIDs of the GPUs it holds
   bool gpus_exclusive = false;
+  int owner_pid = 0;                                   // whose processes are the job's (GPU memory)
 };
 
 class JobMetrics {

@@ -3,8 +3,8 @@
 
 namespace mlos::daemon {
 
-MetricsUpdater::MetricsUpdater(JobMetrics& metrics, std::function<void()> after_update)
-    : metrics_(metrics), after_update_(std::move(after_update)) {
+MetricsUpdater::MetricsUpdater(JobMetrics& metrics, std::function<void()> after_update, GpuMetrics* gpus)
+    : metrics_(metrics), after_update_(std::move(after_update)), gpus_(gpus) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -37,6 +37,7 @@ void MetricsUpdater::run() {
       pending_.reset();
     }
     metrics_.update(samples, &cancel_);
+    if (gpus_ != nullptr && !cancel_) gpus_->update(samples);
     if (after_update_) after_update_();
   }
 }

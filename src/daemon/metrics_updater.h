@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/gpu_metrics.h"
 #include "daemon/job_metrics.h"
 
 namespace mlos::daemon {
@@ -23,8 +24,10 @@ namespace mlos::daemon {
 class MetricsUpdater {
  public:
   // `after_update` runs on the updater's thread after each update (the
-  // node_exporter textfile is written there); may be empty.
-  MetricsUpdater(JobMetrics& metrics, std::function<void()> after_update);
+  // node_exporter textfile is written there); may be empty. `gpus` (may
+  // be null) reads the GPUs at each update, on this thread too: NVML can
+  // take its time (a GPU falling off the bus), the loop never waits on it.
+  MetricsUpdater(JobMetrics& metrics, std::function<void()> after_update, GpuMetrics* gpus = nullptr);
   ~MetricsUpdater();  // cuts the update under way short, then joins
   MetricsUpdater(const MetricsUpdater&) = delete;
   MetricsUpdater& operator=(const MetricsUpdater&) = delete;
@@ -36,6 +39,7 @@ class MetricsUpdater {
 
   JobMetrics& metrics_;
   std::function<void()> after_update_;
+  GpuMetrics* gpus_;
   std::mutex mu_;
   std::condition_variable wake_;
   std::optional<std::vector<JobSample>> pending_;  // guarded by mu_

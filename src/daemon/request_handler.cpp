@@ -36,6 +36,25 @@ std::string string_arg(const json& args, const char* key) {
   return args[key].get<std::string>();
 }
 
+// Each job's GPU figures as "gpu": {...} (null figures unknown), for jobs
+// that hold GPUs or whose processes use one.
+void add_gpu_figures(json& reply, const std::map<uint64_t, JobGpuFigures>& figures) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  for (auto& job : reply["jobs"]) {
+    auto f = figures.find(job.value("job", uint64_t{0}));
+    if (f == figures.end()) continue;
+    const JobGpuFigures& g = f->second;
+    if (!g.memory_bytes && job.value("gpus", json::array()).empty()) continue;
+    job["gpu"] = {{"memory_bytes", opt(g.memory_bytes)},
+                  {"utilization_percent", opt(g.utilization_percent)},
+                  {"data_loading_seconds", g.data_loading_seconds},
+                  {"data_stall_seconds", g.data_stall_seconds},
+                  {"sampled_seconds", g.sampled_seconds},
+                  {"data_stall_share", g.sampled_seconds > 0 ? json(g.data_stall_seconds / g.sampled_seconds)
+                                                             : json(nullptr)}};
+  }
+}
+
 // Who holds what, per uid, next to the quotas that bound it (root is
 // exempt: its quota fields are null).
 json users_json(const JobManager& jobs, const RequestContext& ctx) {
@@ -93,6 +112,7 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       reply["daemon"]["uptime_seconds"] = static_cast<int64_t>(time(nullptr)) - ctx.info.value("started_unix", int64_t{0});
       reply["daemon"]["clients"] = ctx.clients;
       reply["users"] = users_json(jobs, ctx);
+      if (ctx.gpu_figures) add_gpu_figures(reply, ctx.gpu_figures());
       return reply;
     }
     if (req.op == "metrics") {

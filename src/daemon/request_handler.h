@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/frame_codec.h"
+#include "daemon/job_gpu_figures.h"
 #include "daemon/job_manager.h"
 #include "os/peer_credentials.h"
 #include "os/unique_fd.h"
@@ -23,6 +24,8 @@ struct RequestContext {
   std::function<std::string()> metrics_text;  // for "metrics"; null: unsupported
   size_t clients = 0;                         // connected clients, for status
   const std::map<uint32_t, int>* connections_by_uid = nullptr;  // for status; may be null
+  // The jobs' GPU figures (GpuMetrics), for status; null: none.
+  std::function<std::map<uint64_t, JobGpuFigures>()> gpu_figures;
 };
 
 // The reply to `request` from `peer` ({"id", "ok": true, ...} or an error

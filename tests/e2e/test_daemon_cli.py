@@ -142,7 +142,7 @@ def test_status_json_and_text_show_the_daemon_jobs(mlos, daemon, demo):
     header = next(i for i, l in enumerate(lines) if l.split()[:1] == ["JOB"])
     assert all(l.startswith(("uid ", "GPU ")) for l in lines[4:header]) and header > 4, lines
     assert lines[header].split() == ["JOB", "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s",
-                                     "GPUS", "TUNING", "POLICIES"]
+                                     "GPUS", "GPU-USE", "TUNING", "POLICIES"]
     row = next(cols for cols in (l.split() for l in lines[header + 1:]) if cols[2] == str(demo.pid))
     assert row[0] == str(job["job"])
     assert row[6] in PHASES
@@ -161,7 +161,7 @@ def test_top_batch(mlos, daemon, demo):
     assert f"(pid {daemon.proc.pid})" in r.stdout
     header = next(l for l in r.stdout.splitlines() if l.split()[:1] == ["JOB"])
     assert header.split() == ["JOB", "LABEL", "PID", "CPUS", "PHASE", "IDLE%", "DATA%", "FWD%", "BWD%", "OPT%",
-                              "CKPT%", "MEM", "GPUS", "CPU%", "POLICIES"]
+                              "CKPT%", "MEM", "GPUS", "GPU-USE", "CPU%", "POLICIES"]
     rows = [cols for cols in top_rows(r.stdout) if cols[2] == str(demo.pid)]
     assert len(rows) == 2, r.stdout
     for cols in rows:

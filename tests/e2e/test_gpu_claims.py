@@ -256,3 +256,39 @@ def test_a_run_inside_a_run_takes_gpus_only_from_its_envelope(tmp_path, nvml, mo
     r = subprocess.run([mlos, "run", "--gpus", B, "--cpus", "1", "--", *inner], env=run_env(d, mode),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == B, r.stdout + r.stderr
+
+
+def test_mlosd_shows_each_job_s_gpu_memory_and_its_gpus_figures(tmp_path, nvml):
+    """NVML's per-process memory lands on the job whose process uses it, the
+    held GPU's utilization on the job, and the GPUs' own series carry
+    dcgm-exporter's labels (fake NVML: its figures are fixed)."""
+    d = started(Daemon(tmp_path))
+    p = holder(run_env(d, mode="embedded"), "--gpus", A, "--cpus", "1", "--label", "user-of-a")
+    busy = gpu(A, 0x3b, "0-3")
+    busy.update(utilization=[88, 40], power_mw=412000, temperature=55, memory_used=3 << 30,
+                processes=[{"pid": p.pid, "used": 1 << 30}, {"pid": 1, "used": 5 << 20}])
+    Path(os.environ["MLOS_FAKE_NVML"]).write_text(json.dumps({"gpus": [busy, gpu(B, 0xbb, "4-7")]}))
+    d.start()  # reads NVML (the file above) from now on, and adopts the ledger's claim
+
+    def figures():
+        jobs = [j for j in d.status()["jobs"] if j["label"] == "user-of-a"]
+        return jobs[0].get("gpu") if jobs else None
+
+    f = wait_for(lambda: (figures() or {}).get("memory_bytes") and figures(), timeout=30)
+    assert f and f["memory_bytes"] == 1 << 30 and f["utilization_percent"] == 88, d.status()["jobs"]
+    assert f["data_stall_seconds"] == 0  # never in DATA_LOADING
+    mlos = str(build_dir() / "bin" / "mlos")
+    for args in (["status"], ["top", "--batch", "-n", "1"]):
+        out = subprocess.run([mlos, *args, "--socket", str(d.socket)], capture_output=True, text=True, timeout=30)
+        row = [line for line in out.stdout.splitlines() if "user-of-a" in line]
+        assert row and "aaaaaaaa" in row[0] and "88% 1.0 GiB" in row[0], out.stdout + out.stderr
+    port = d.status()["daemon"]["metrics_port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as m:
+        scrape = m.read().decode()
+    labels = f'{{UUID="{A}",device="nvidia0",gpu="0",modelName="NVIDIA H200",pci_bus_id="0000:3b:00.0"}}'
+    assert f"mlos_gpu_utilization_percent{labels} 88" in scrape, scrape
+    assert f"mlos_gpu_power_watts{labels} 412" in scrape and f"mlos_gpu_temperature_celsius{labels} 55" in scrape
+    assert f"mlos_gpu_memory_used_bytes{labels} {3 << 30}" in scrape
+    mine = [line for line in scrape.splitlines()
+            if line.startswith("mlos_job_gpu_memory_bytes{") and 'label="user-of-a"' in line]
+    assert len(mine) == 1 and mine[0].endswith(f"}} {1 << 30}"), scrape

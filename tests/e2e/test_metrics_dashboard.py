@@ -8,6 +8,7 @@ Also promtool's checks and unit tests of the alert rules (no daemon).
 The checker needs promql-parser, which scripts/setup.sh installs into
 /opt/mlos/venv (MLOS_VENV); it runs under this interpreter when that has
 it, else under the venv's. tests/monitoring tests the checker itself."""
+import json
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, build_dir
 from daemon_helpers import real_hierarchy, start_job_client, wait_for
 from test_daemon import cgroup_daemon  # noqa: F401 (a fixture)
 
@@ -42,6 +43,15 @@ ABSENT_HERE = {
 }
 if real_hierarchy() != "v2":
     ABSENT_HERE["mlos_job_memory_stall_seconds_total"] = "cgroup v1 has no per-cgroup PSI"
+# The daemon sees one GPU (the fake NVML), which the job does not claim.
+JOB_GPU_METRICS = ("mlos_job_gpu_info", "mlos_job_gpu_memory_bytes", "mlos_job_gpu_utilization_percent",
+                   "mlos_job_gpu_data_loading_seconds_total", "mlos_job_gpu_data_stall_seconds_total")
+ABSENT_HERE.update({name: "the job holds no GPU" for name in JOB_GPU_METRICS})
+NODE_GPU_METRICS = ("mlos_gpu_utilization_percent", "mlos_gpu_memory_used_bytes", "mlos_gpu_memory_free_bytes",
+                    "mlos_gpu_power_watts", "mlos_gpu_temperature_celsius")
+FAKE_NVML = build_dir() / "tests" / "gpu-fixtures" / "libfake-nvml.so"
+if not FAKE_NVML.exists():
+    ABSENT_HERE.update({name: "this build has no NVML (no nvml.h), so no GPUs" for name in NODE_GPU_METRICS})
 
 
 def python_with_promql_parser() -> str:
@@ -60,7 +70,15 @@ def metrics_text(daemon):
 
 
 @needs_promtool
-def test_dashboard_and_rules_query_only_what_a_live_mlosd_exports(cgroup_daemon, tmp_path):
+def test_dashboard_and_rules_query_only_what_a_live_mlosd_exports(cgroup_daemon, tmp_path, monkeypatch):
+    if FAKE_NVML.exists():
+        nvml = tmp_path / "nvml.json"
+        nvml.write_text(json.dumps({"gpus": [{
+            "uuid": "GPU-d0d0d0d0-0000-0000-0000-000000000000", "name": "NVIDIA H200", "memory_total": 1 << 34,
+            "memory_used": 1 << 30, "pci": {"domain": 0, "bus": 59, "device": 0}, "cpu_affinity": "0",
+            "utilization": [12, 3], "power_mw": 90000, "temperature": 40}]}))
+        monkeypatch.setenv("MLOS_NVML_LIBRARY", str(FAKE_NVML))
+        monkeypatch.setenv("MLOS_FAKE_NVML", str(nvml))
     d = cgroup_daemon.start()
     job = start_job_client(d, cpus=1, exclusive=False, label="dash-check")
     try:
@@ -70,7 +88,8 @@ def test_dashboard_and_rules_query_only_what_a_live_mlosd_exports(cgroup_daemon,
             t = metrics_text(d)
             return t if (re.search(r'^mlos_job_info\{[^}]*label="dash-check"', t, re.M)
                          and re.search(r"^mlos_job_phase_seconds_total\{", t, re.M)
-                         and re.search(r"^mlos_policy_up\{", t, re.M)) else ""
+                         and re.search(r"^mlos_policy_up\{", t, re.M)
+                         and (not FAKE_NVML.exists() or re.search(r"^mlos_gpu_power_watts\{", t, re.M))) else ""
         text = wait_for(ready, timeout=15, interval=0.2)
         assert text, metrics_text(d)
         scrape = tmp_path / "metrics.prom"

@@ -47,6 +47,17 @@ std::string short_gpus(const json& job) {
   return short_gpus(uuids);
 }
 
+std::string gpu_use(const json& job) {
+  if (!job.is_object() || !job.contains("gpu") || !job["gpu"].is_object()) return "-";
+  const json& g = job["gpu"];
+  const auto util = json_number(g, "utilization_percent");
+  const auto memory = json_number(g, "memory_bytes");
+  if (!util && !memory) return "-";
+  char pct[16] = "-";
+  if (util) snprintf(pct, sizeof pct, "%.0f%%", *util);
+  return std::string(pct) + " " + (memory ? human_bytes(static_cast<uint64_t>(*memory)) : std::string("-"));
+}
+
 std::string human_duration(double seconds) {
   const long long s = seconds < 0 ? 0 : static_cast<long long>(seconds);
   char buf[32];
@@ -127,8 +138,9 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
   }
   const json& jobs = reply.contains("jobs") && reply["jobs"].is_array() ? reply["jobs"] : json::array();
   if (jobs.empty()) return out + "no jobs\n";
-  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-20s  %s\n", "JOB", "LABEL",
-           "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s", "GPUS", "TUNING", "POLICIES");
+  snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-14s %-20s  %s\n", "JOB",
+           "LABEL", "PID", "UID", "CPUS", "EXCL", "PHASE", "WEIGHT", "MEM", "CPU-s", "GPUS", "GPU-USE", "TUNING",
+           "POLICIES");
   out += line;
   for (const auto& job : jobs) {
     auto cpu = json_number(job, "cpu_seconds");
@@ -138,11 +150,11 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     const bool excl = job.is_object() && job.contains("exclusive") && job["exclusive"] == true;
     const std::string scope = excl ? json_text(job, "exclusive_scope", "mlos") : "no";
     const std::string tuning = tuning_of_process(static_cast<pid_t>(json_number(job, "pid").value_or(0)));
-    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-20s  %s\n",
+    snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-14s %-20s  %s\n",
              json_text(job, "job").c_str(), fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
              json_text(job, "uid").c_str(), json_text(job, "cpus").c_str(), scope.c_str(),
              json_text(job, "phase").c_str(), json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text,
-             fit(short_gpus(job), 10).c_str(), tuning.empty() ? "-" : fit(tuning, 20).c_str(),
+             fit(short_gpus(job), 10).c_str(), fit(gpu_use(job), 14).c_str(), tuning.empty() ? "-" : fit(tuning, 20).c_str(),
              fit(job_policies(job), 200).c_str());
     out += line;
   }

@@ -25,6 +25,11 @@ std::string fit(const std::string& text, size_t width);
 std::string short_gpus(const std::vector<std::string>& uuids);
 std::string short_gpus(const nlohmann::json& job);  // its "gpus" array
 
+// A job's GPU use from mlosd's NVML readings (its "gpu" object): the held
+// GPUs' utilization and its processes' GPU memory, "88% 1.0 GiB"; "-" for
+// a figure not known, "-" alone when there are none.
+std::string gpu_use(const nlohmann::json& job);
+
 // "42s", "5m03s", "2h05m", "3d04h".
 std::string human_duration(double seconds);
 
@@ -39,7 +44,7 @@ nlohmann::json daemon_status_json(const nlohmann::json& reply, const std::string
 
 // A header line (daemon version, pid, uptime, cgroups, CPUs, shared pool,
 // exclusive CPUs), the GPUs and who holds them, then the table JOB LABEL
-// PID UID CPUS EXCL PHASE WEIGHT MEM CPU-s GPUS TUNING POLICIES (policy_view.h's job_policies), or "no jobs". Every
+// PID UID CPUS EXCL PHASE WEIGHT MEM CPU-s GPUS GPU-USE TUNING POLICIES (policy_view.h's job_policies), or "no jobs". Every
 // line ends in '\n'.
 std::string daemon_status_text(const nlohmann::json& reply, const std::string& socket);
 

@@ -119,6 +119,7 @@ TopJobRow row_of(const json& job) {
   }
   r.exclusive = job.contains("exclusive") && job["exclusive"].is_boolean() && job["exclusive"].get<bool>();
   r.gpus = short_gpus(job);
+  r.gpu_use = gpu_use(job);
   return r;
 }
 

@@ -62,6 +62,7 @@ struct TopJobRow {
   int pressure = -1;           // MLOS_MEMORY_PRESSURE_* (0 normal, 1 moderate, 2 critical); -1 unknown
   bool exclusive = false;
   std::string gpus;            // short_gpus() of the GPUs it holds, "-" for none
+  std::string gpu_use;         // gpu_use(): utilization and GPU memory, "-" unknown
   char mark = '?';             // the job's letter on CPU meters: 'A'.. by job id, stable under filtering
   int colour = 0;              // 0..kJobColours-1, from the same position
 };

@@ -99,6 +99,7 @@ constexpr Column kColumns[] = {
     {"CPU%", 6, true, static_cast<int>(SortColumn::kCpuPercent)},
     {"MEM", 19, false, static_cast<int>(SortColumn::kMemory)},
     {"GPUS", 8, false, -1},
+    {"GPU-USE", 13, false, -1},
     {"PRESSURE", 8, false, static_cast<int>(SortColumn::kPressure)},
     {"PHASES", 0, false, -1},
 };
@@ -225,8 +226,9 @@ class Screen {
       const TopJobRow& r = rows[static_cast<size_t>(first + i)];
       const int row = y + 1 + i;
       const std::string cells[] = {std::to_string(r.job), std::string(1, r.mark), r.label, r.pid, r.cpus_text,
-                                   r.phase, percent(r.cpu_percent), memory_text(r), r.gpus, pressure_name(r.pressure)};
-      constexpr size_t kPressureCell = 9;
+                                   r.phase, percent(r.cpu_percent), memory_text(r), r.gpus, r.gpu_use,
+                                   pressure_name(r.pressure)};
+      constexpr size_t kPressureCell = 10;
       int x = 0;
       for (size_t i = 0; i < std::size(cells); ++i) {
         const Column& c = kColumns[i];

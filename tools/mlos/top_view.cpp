@@ -80,7 +80,7 @@ std::string render_top(const json& reply, const std::map<uint64_t, double>& cpu_
     snprintf(line, sizeof line, " %5s", p.title);
     out += line;
   }
-  snprintf(line, sizeof line, " %-20s %-10s %6s  %s\n", "MEM", "GPUS", "CPU%", "POLICIES");
+  snprintf(line, sizeof line, " %-20s %-10s %-14s %6s  %s\n", "MEM", "GPUS", "GPU-USE", "CPU%", "POLICIES");
   out += line;
   for (const auto& job : jobs) {
     snprintf(line, sizeof line, "%5s %-16s %8s %-10s %-12s", json_text(job, "job").c_str(),
@@ -92,8 +92,8 @@ std::string render_top(const json& reply, const std::map<uint64_t, double>& cpu_
     auto rate = id ? cpu_percent.find(*id) : cpu_percent.end();
     char cpu[16] = "-";
     if (rate != cpu_percent.end()) snprintf(cpu, sizeof cpu, "%.1f", rate->second);
-    snprintf(line, sizeof line, " %-20s %-10s %6s  %s\n", job_memory(job).c_str(), fit(short_gpus(job), 10).c_str(),
-             cpu, fit(job_policies(job), 60).c_str());
+    snprintf(line, sizeof line, " %-20s %-10s %-14s %6s  %s\n", job_memory(job).c_str(),
+             fit(short_gpus(job), 10).c_str(), fit(gpu_use(job), 14).c_str(), cpu, fit(job_policies(job), 60).c_str());
     out += line;
   }
   return out;

@@ -31,7 +31,10 @@
 #include "mlos/log.h"
 #include "build_commit.h"
 #include "mlos/version.h"
+#include "daemon/gpu_metrics.h"
+#include "gpu/gpu_inventory.h"
 #include "gpu/gpu_topology.h"
+#include "gpu/nvml_library.h"
 #include "os/hwloc_topology.h"
 #include "os/journal_log.h"
 #include "os/service_notify.h"
@@ -525,6 +528,18 @@ int main(int argc, char** argv) {
                   std::to_string(endpoint->port()) + "/metrics";
   }
   d::ControlServer server(config, jobs, metrics, info);
+  // GPU figures from NVML, kept open for the daemon's life (docs/gpu.md).
+  if (auto nvml = mlos::gpu::NvmlLibrary::open()) {
+    std::shared_ptr<mlos::gpu::NvmlLibrary> lib(std::move(*nvml));
+    server.set_gpu_metrics(std::make_shared<d::GpuMetrics>(
+        *metrics.registry(), [lib] { return mlos::gpu::read_gpu_inventory(*lib); },
+        [](int pid) {
+          std::vector<int> pids;
+          for (const auto& p : os::lineage(pid)) pids.push_back(p.pid);
+          return pids;
+        },
+        [] { return static_cast<double>(monotonic_ns()) / 1e9; }));
+  }
   if (Status s = server.listen(); !s) return fail(s.error().describe());
   server.set_hooks({[&] { reload(config_path, flags, config, jobs, notifier); },
                     [&notifier] { notifier.keep_alive(monotonic_ns() / 1000); },

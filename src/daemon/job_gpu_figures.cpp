@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon/job_gpu_figures.h"
+
+#include <algorithm>
+#include <set>
+
+namespace mlos::daemon {
+
+void JobGpuAccounting::update(const std::vector<JobSample>& jobs, const gpu::GpuInventory& gpus,
+                              double elapsed_seconds, const Lineage& lineage) {
+  std::map<uint64_t, JobGpuFigures> next;
+  // Which jobs each GPU process belongs to: every job whose owner is the
+  // process or one of its ancestors (a nested job and its envelope alike).
+  std::map<int, std::vector<uint64_t>> jobs_of_owner;
+  for (const auto& j : jobs) jobs_of_owner[j.owner_pid].push_back(j.job_id);
+  std::map<uint64_t, uint64_t> memory;
+  std::set<uint64_t> with_figure;
+  for (const auto& g : gpus.gpus) {
+    if (!g.processes) continue;
+    for (const auto& p : *g.processes) {
+      std::set<uint64_t> owners;
+      for (int pid : lineage(static_cast<int>(p.pid))) {
+        if (auto it = jobs_of_owner.find(pid); it != jobs_of_owner.end()) owners.insert(it->second.begin(), it->second.end());
+      }
+      for (uint64_t job : owners) {
+        if (!p.used_bytes) continue;
+        memory[job] += *p.used_bytes;
+        with_figure.insert(job);
+      }
+    }
+  }
+  for (const auto& j : jobs) {
+    JobGpuFigures f = figures_.count(j.job_id) ? figures_.at(j.job_id) : JobGpuFigures{};
+    f.memory_bytes = with_figure.count(j.job_id) ? std::optional<uint64_t>(memory[j.job_id]) : std::nullopt;
+    f.utilization_percent.reset();
+    double sum = 0;
+    bool idle = true;
+    size_t known = 0;
+    for (const auto& uuid : j.gpus) {
+      auto g = std::find_if(gpus.gpus.begin(), gpus.gpus.end(), [&](const gpu::GpuDevice& d) { return d.uuid == uuid; });
+      if (g == gpus.gpus.end() || !g->utilization_percent) continue;
+      sum += *g->utilization_percent;
+      idle = idle && *g->utilization_percent < kIdlePercent;
+      ++known;
+    }
+    // Only when every GPU it holds has a figure: a stall is "all idle".
+    if (known > 0 && known == j.gpus.size()) {
+      f.utilization_percent = sum / static_cast<double>(known);
+      if (elapsed_seconds > 0) {
+        f.sampled_seconds += elapsed_seconds;
+        if (j.phase == MLOS_TRAINING_PHASE_DATA_LOADING) {
+          f.data_loading_seconds += elapsed_seconds;
+          if (idle) f.data_stall_seconds += elapsed_seconds;
+        }
+      }
+    }
+    next[j.job_id] = f;
+  }
+  figures_ = std::move(next);
+}
+
+}  // namespace mlos::daemon
