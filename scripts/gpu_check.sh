@@ -27,8 +27,10 @@ loader=("$bundle/lib/ld-linux-x86-64.so.2" --library-path "$bundle/lib")
 mlos() { "${loader[@]}" "$bundle/bin/mlos" "$@"; }
 mlosd_pid=""
 holder_pid=""
+load_pid=""
 cleanup() {
   [[ -n "$holder_pid" ]] && kill "$holder_pid" 2>/dev/null
+  [[ -n "$load_pid" ]] && kill "$load_pid" 2>/dev/null
   [[ -n "$mlosd_pid" ]] && kill "$mlosd_pid" 2>/dev/null
   wait 2>/dev/null
 }
@@ -167,6 +169,7 @@ cat > "$work/load.py" <<'PY'
 import ctypes, sys, time
 try:
     import torch
+    assert torch.cuda.is_available(), "torch without CUDA"
     x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")  # 1 GiB
     a = torch.randn(4096, 4096, device="cuda")
     print("torch", flush=True)
@@ -174,7 +177,7 @@ try:
     while time.time() < end:
         a = (a @ a).clamp_(-1, 1)
     torch.cuda.synchronize()
-except ImportError:
+except Exception:  # no torch, a CPU-only torch, or torch's CUDA refused: the driver API alone
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx, ptr = ctypes.c_void_p(), ctypes.c_uint64()
     cuda.cuInit(0)
@@ -188,28 +191,35 @@ PY
 figures_check() {
   "${loader[@]}" "$bundle/bin/mlos" run --no-tune --gpus 1 --cpus 1 --label gpu-load -- python3 "$work/load.py" \
     > "$work/load.out" 2> "$work/load.err" &
-  local load=$!
+  load_pid=$!
+  local load=$load_pid
   for _ in $(seq 200); do [[ -s "$work/load.out" ]] && break; sleep 0.1; done
   sleep 5  # a few metrics updates while it runs
   mlos status --json > "$work/status.json"
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits > "$work/apps.csv"
   nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits > "$work/util.csv"
   wait "$load"
+  load_pid=""
   python3 - "$work/status.json" "$work/apps.csv" "$work/util.csv" "$load" "$(cat "$work/load.out")" > "$work/fig.txt" <<'PY'
 import json, sys
 st, apps, util, pid, how = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 job = [j for j in st["jobs"] if j["label"] == "gpu-load"]
-smi_mib = {int(p): int(m) for p, m in (l.split(",") for l in open(apps) if l.strip())}
-smi_util = {u.strip(): int(x) for u, x in (l.split(",") for l in open(util) if l.strip())}
+def number(text):  # nvidia-smi writes [N/A], [Not Supported], ... for what it cannot give
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+smi_mib = {int(p): number(m) for p, m in (l.split(",") for l in open(apps) if l.strip())}
+smi_util = {u.strip(): number(x) for u, x in (l.split(",") for l in open(util) if l.strip())}
 if not job or "gpu" not in job[0]:
     print("bad", "no GPU figures for the job in mlos status:", json.dumps(job)); sys.exit()
 g, uuid = job[0]["gpu"], job[0]["gpus"][0]
 ours_mib = (g["memory_bytes"] or 0) / 2**20
 theirs = smi_mib.get(pid)
 problems = []
-if theirs is None or abs(ours_mib - theirs) > max(64, 0.05 * theirs):
+if theirs is None:
+    problems.append(f"nvidia-smi gives no memory for pid {pid} (MIG, or another pid namespace?)")
+elif abs(ours_mib - theirs) > max(64, 0.05 * theirs):
     problems.append(f"memory {ours_mib:.0f} MiB, nvidia-smi {theirs} MiB for pid {pid}")
-if how == "torch" and (g["utilization_percent"] or 0) < 50 <= smi_util.get(uuid, 0):
+if how == "torch" and (g["utilization_percent"] or 0) < 50 <= (smi_util.get(uuid) or 0):
     problems.append(f"utilization {g['utilization_percent']} %, nvidia-smi {smi_util.get(uuid)} %")
 print("ok" if not problems else "bad", "; ".join(problems) or
       f"{how}: memory {ours_mib:.0f} MiB (nvidia-smi {theirs}), utilization {g['utilization_percent']} % "

@@ -162,7 +162,8 @@ void GpuMetrics::update_jobs(const std::vector<JobSample>& samples) {
     if (f == figures.end()) continue;
     set_or_remove(job_memory_, series->memory, labels, f->second.memory_bytes);
     set_or_remove(job_utilization_, series->utilization, labels, f->second.utilization_percent);
-    if (!j.gpus.empty()) {
+    // Only once its GPUs' utilization was known: never a 0 NVML did not give.
+    if (f->second.sampled_seconds > 0) {
       if (series->loading == nullptr) series->loading = &job_loading_.Add(labels);
       if (series->stall == nullptr) series->stall = &job_stall_.Add(labels);
       series->loading->Increment(std::max(0.0, f->second.data_loading_seconds - series->loading_last));

@@ -11,16 +11,17 @@ void JobGpuAccounting::update(const std::vector<JobSample>& jobs, const gpu::Gpu
   std::map<uint64_t, JobGpuFigures> next;
   // Which jobs each GPU process belongs to: every job whose owner is the
   // process or one of its ancestors (a nested job and its envelope alike).
-  std::map<int, std::vector<uint64_t>> jobs_of_owner;
-  for (const auto& j : jobs) jobs_of_owner[j.owner_pid].push_back(j.job_id);
+  std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> jobs_of_owner;
+  for (const auto& j : jobs) jobs_of_owner[{j.owner.pid, j.owner.start_time}].push_back(j.job_id);
   std::map<uint64_t, uint64_t> memory;
   std::set<uint64_t> with_figure;
   for (const auto& g : gpus.gpus) {
     if (!g.processes) continue;
     for (const auto& p : *g.processes) {
       std::set<uint64_t> owners;
-      for (int pid : lineage(static_cast<int>(p.pid))) {
-        if (auto it = jobs_of_owner.find(pid); it != jobs_of_owner.end()) owners.insert(it->second.begin(), it->second.end());
+      for (const ProcessId& up : lineage(static_cast<int>(p.pid))) {
+        auto it = jobs_of_owner.find({up.pid, up.start_time});
+        if (it != jobs_of_owner.end()) owners.insert(it->second.begin(), it->second.end());
       }
       for (uint64_t job : owners) {
         if (!p.used_bytes) continue;

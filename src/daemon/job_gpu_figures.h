@@ -38,11 +38,13 @@ struct JobGpuFigures {
 
 class JobGpuAccounting {
  public:
-  // A GPU this busy or less counts as idle (NVML: percent of the sample
+  // A GPU less busy than this counts as idle (NVML: percent of the sample
   // period in which a kernel ran).
   static constexpr unsigned kIdlePercent = 5;
-  // The pids of a process and its ancestors, innermost first.
-  using Lineage = std::function<std::vector<int>(int pid)>;
+  // A process and its ancestors, innermost first, with their start times
+  // (os::lineage): an owner's pid reused by another process is not the
+  // owner. NVML's pids are the host's, so mlosd must see the host's pids.
+  using Lineage = std::function<std::vector<ProcessId>(int pid)>;
 
   // One reading: `jobs` as sampled now (id, owner, GPUs, phase), `gpus`
   // NVML's view, `elapsed_seconds` since the previous reading (the phase

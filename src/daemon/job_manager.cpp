@@ -1050,7 +1050,7 @@ JobSample JobManager::sample(const Live& j) const {
   s.phase = j.phase;
   s.gpus = j.record.gpus;
   s.gpus_exclusive = j.record.gpus_exclusive;
-  s.owner_pid = j.record.owner.pid;
+  s.owner = j.record.owner;
   if (auto snap = phase_snapshot(j)) {
     s.phase = snap->phase;
     s.activity = snap->activity;

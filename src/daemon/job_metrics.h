@@ -41,6 +41,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "core/claim_ledger.h"
 #include "core/phase_page.h"
 #include "mlos/training.h"
 
@@ -65,7 +66,7 @@ struct JobSample {
   std::optional<PhaseSnapshot::Activity> activity;     // from its phase page
   std::vector<std::string> gpus;                       // UUIDs of the GPUs it holds
   bool gpus_exclusive = false;
-  int owner_pid = 0;                                   // whose processes are the job's (GPU memory)
+  ProcessId owner;                                     // whose processes are the job's (GPU memory)
 };
 
 class JobMetrics {

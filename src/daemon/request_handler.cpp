@@ -45,13 +45,14 @@ void add_gpu_figures(json& reply, const std::map<uint64_t, JobGpuFigures>& figur
     if (f == figures.end()) continue;
     const JobGpuFigures& g = f->second;
     if (!g.memory_bytes && job.value("gpus", json::array()).empty()) continue;
+    // The stall's figures exist once its GPUs' utilization was known.
+    const bool sampled = g.sampled_seconds > 0;
     job["gpu"] = {{"memory_bytes", opt(g.memory_bytes)},
                   {"utilization_percent", opt(g.utilization_percent)},
-                  {"data_loading_seconds", g.data_loading_seconds},
-                  {"data_stall_seconds", g.data_stall_seconds},
+                  {"data_loading_seconds", sampled ? json(g.data_loading_seconds) : json(nullptr)},
+                  {"data_stall_seconds", sampled ? json(g.data_stall_seconds) : json(nullptr)},
                   {"sampled_seconds", g.sampled_seconds},
-                  {"data_stall_share", g.sampled_seconds > 0 ? json(g.data_stall_seconds / g.sampled_seconds)
-                                                             : json(nullptr)}};
+                  {"data_stall_share", sampled ? json(g.data_stall_seconds / g.sampled_seconds) : json(nullptr)}};
   }
 }
 

@@ -37,24 +37,28 @@ JobSample job(uint64_t id, int owner, std::vector<std::string> gpus, mlos_traini
   s.job_id = id;
   s.label = "j" + std::to_string(id);
   s.uid = 1000;
-  s.owner_pid = owner;
+  s.owner = ProcessId{owner, static_cast<uint64_t>(owner) * 10};
   s.gpus = std::move(gpus);
   s.phase = phase;
   return s;
 }
 
-// 100 <- 101 <- 102 (a trainer, its launcher's worker, ...); 200 alone.
-std::vector<int> lineage(int pid) {
+// 100 <- 101 <- 102 (a trainer, its launcher's worker, ...); 200 alone;
+// each started at 10 x its pid, except 300, a pid reused since its job's
+// owner (started at 3000) died.
+std::vector<ProcessId> lineage(int pid) {
   static const std::map<int, int> parent{{102, 101}, {101, 100}};
-  std::vector<int> out{pid};
-  for (auto it = parent.find(pid); it != parent.end(); it = parent.find(it->second)) out.push_back(it->second);
+  auto id = [](int p) { return ProcessId{p, p == 300 ? 9999u : static_cast<uint64_t>(p) * 10}; };
+  std::vector<ProcessId> out{id(pid)};
+  for (auto it = parent.find(pid); it != parent.end(); it = parent.find(it->second)) out.push_back(id(it->second));
   return out;
 }
 
 TEST(JobGpuAccountingTest, ProcessesBelongToTheJobsAboveThemAndStallsNeedDataLoadingAndIdleGpus) {
   JobGpuAccounting a;
   gpu::GpuInventory inv;
-  inv.gpus = {device("GPU-a", 0, 2, {{102, 300}, {200, 50}}), device("GPU-b", 1, 90, {{101, std::nullopt}})};
+  inv.gpus = {device("GPU-a", 0, 2, {{102, 300}, {200, 50}, {300, 70}}),
+              device("GPU-b", 1, 90, {{101, std::nullopt}})};
   const std::vector<JobSample> jobs{job(1, 100, {"GPU-a"}, MLOS_TRAINING_PHASE_DATA_LOADING),
                                     job(2, 101, {}, MLOS_TRAINING_PHASE_FORWARD),  // nested under job 1's owner
                                     job(3, 300, {"GPU-a", "GPU-b"}, MLOS_TRAINING_PHASE_DATA_LOADING)};
@@ -62,7 +66,7 @@ TEST(JobGpuAccountingTest, ProcessesBelongToTheJobsAboveThemAndStallsNeedDataLoa
   auto f = a.figures();
   EXPECT_EQ(f[1].memory_bytes, 300u);  // 102 is below 100; 200 is nobody's
   EXPECT_EQ(f[2].memory_bytes, 300u);  // and below 101
-  EXPECT_FALSE(f[3].memory_bytes.has_value());
+  EXPECT_FALSE(f[3].memory_bytes.has_value()) << "pid 300 now is not job 3's owner (another start time)";
   EXPECT_DOUBLE_EQ(*f[1].utilization_percent, 2);
   EXPECT_DOUBLE_EQ(*f[3].utilization_percent, 46);
   EXPECT_FALSE(f[2].utilization_percent.has_value());  // holds no GPU
@@ -112,6 +116,8 @@ TEST(GpuMetricsTest, SeriesCarryDcgmExportersLabelsAndFollowGpusAndJobs) {
   GpuMetrics m(registry, [&] { return inv; }, lineage, [&] { return now; });
   const std::vector<JobSample> jobs{job(1, 100, {"GPU-a"}, MLOS_TRAINING_PHASE_DATA_LOADING)};
   m.update(jobs);
+  EXPECT_EQ(text(registry).find("mlos_job_gpu_data_stall_seconds_total{"), std::string::npos)
+      << "no stall series before any time was sampled";
   now = 12.5;
   m.update(jobs);
   const std::string t = text(registry);

@@ -99,7 +99,7 @@ constexpr Column kColumns[] = {
     {"CPU%", 6, true, static_cast<int>(SortColumn::kCpuPercent)},
     {"MEM", 19, false, static_cast<int>(SortColumn::kMemory)},
     {"GPUS", 8, false, -1},
-    {"GPU-USE", 13, false, -1},
+    {"GPU-USE", 14, false, -1},
     {"PRESSURE", 8, false, static_cast<int>(SortColumn::kPressure)},
     {"PHASES", 0, false, -1},
 };

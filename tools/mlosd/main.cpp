@@ -533,11 +533,7 @@ int main(int argc, char** argv) {
     std::shared_ptr<mlos::gpu::NvmlLibrary> lib(std::move(*nvml));
     server.set_gpu_metrics(std::make_shared<d::GpuMetrics>(
         *metrics.registry(), [lib] { return mlos::gpu::read_gpu_inventory(*lib); },
-        [](int pid) {
-          std::vector<int> pids;
-          for (const auto& p : os::lineage(pid)) pids.push_back(p.pid);
-          return pids;
-        },
+        [](int pid) { return os::lineage(pid); },
         [] { return static_cast<double>(monotonic_ns()) / 1e9; }));
   }
   if (Status s = server.listen(); !s) return fail(s.error().describe());
