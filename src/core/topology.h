@@ -37,6 +37,7 @@ struct Gpu {
   // be claimed. "" for a GPU hwloc sees but NVML does not.
   std::string uuid;         // "GPU-..." (what CUDA_VISIBLE_DEVICES takes)
   int nvml_index = -1;      // NVML's index (PCI bus order)
+  int minor = -1;           // of /dev/nvidiaN (char 195:N); -1 unknown
   uint64_t memory_total = 0;
 };
 

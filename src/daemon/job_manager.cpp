@@ -359,6 +359,25 @@ Result<std::vector<std::string>> JobManager::recover() {
   return report;
 }
 
+std::optional<os::GpuDeviceRule> JobManager::gpu_device_rule(const Live& j) const {
+  // The GPUs the cgroup's processes hold: the job's and its guests' (its
+  // nested jobs take theirs from it).
+  std::set<std::string> mine(j.record.gpus.begin(), j.record.gpus.end());
+  if (auto g = guests_.find(j.record.id); g != guests_.end()) {
+    for (uint64_t id : g->second) mine.insert(jobs_.at(id).record.gpus.begin(), jobs_.at(id).record.gpus.end());
+  }
+  // A job without GPU claims is left as it is (it never asked mlOS for
+  // any); one with claims opens only those.
+  if (mine.empty()) return std::nullopt;
+  os::GpuDeviceRule rule;
+  for (const auto& g : d_.topology.gpus) {
+    if (g.uuid.empty()) continue;
+    if (g.minor < 0) return std::nullopt;  // a GPU whose device file is unknown: no rule rather than a wrong one
+    (mine.count(g.uuid) ? rule.allowed : rule.denied).push_back(g.minor);
+  }
+  return rule;
+}
+
 os::CgroupLimits JobManager::limits_for(const Live& j) const {
   os::CgroupLimits l;
   l.cpus = j.record.cpus;
@@ -383,6 +402,7 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
     l.memory_high = memory / 10 * 9;
     if (steer.checkpoint) l.memory_low = memory;
   }
+  l.gpu_devices = gpu_device_rule(j);
   // A policy's memory settings stand for these, within the hard limit
   // (checked when the policy asked: apply_policy_action).
   if (j.effects.memory_high.value) l.memory_high = *j.effects.memory_high.value;

@@ -280,6 +280,9 @@ class JobManager {
   // them as shared instead and returns the note saying so ("" if not):
   // two exclusive bookings of one GPU would free it when either ends.
   std::string share_contended_gpus(JobRecord& r) const;
+  // Which GPU device files the cgroup of `j` may open; nullopt: no rule
+  // (no GPU claims, or a GPU's minor number unknown).
+  std::optional<os::GpuDeviceRule> gpu_device_rule(const Live& j) const;
   // Creates/updates the job's cgroup for its current phase; unsupported
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);

@@ -75,6 +75,16 @@ void read_locality(const NvmlLibrary& nvml, nvmlDevice_t dev, const std::string&
     unsigned node = 0;
     if (f.numa_node(dev, &node) == NVML_SUCCESS) g.memory_numa_node = static_cast<int>(node);
   }
+  if (f.minor_number != nullptr) {
+    unsigned minor = 0;
+    if (const nvmlReturn_t r = f.minor_number(dev, &minor); r == NVML_SUCCESS) {
+      g.minor_number = minor;
+    } else {
+      g.notes.push_back("minor_number: " + nvml.describe("nvmlDeviceGetMinorNumber", r));
+    }
+  } else {
+    g.notes.push_back("minor_number: this NVML lacks nvmlDeviceGetMinorNumber");
+  }
 }
 
 // Figures that change; each unknown one is noted with NVML's reason.

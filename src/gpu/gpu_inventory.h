@@ -38,6 +38,9 @@ struct GpuDevice {
   // nvmlDeviceGetNumaNodeId: the GPU's own memory node on machines where
   // GPU memory is a NUMA node (Grace Hopper); not where CPUs go.
   std::optional<int> memory_numa_node;
+  // N of its device file /dev/nvidiaN (character device 195:N): what the
+  // devices cgroup allows or denies.
+  std::optional<unsigned> minor_number;
   std::optional<bool> mig_enabled;
   std::optional<unsigned> utilization_percent;         // SMs busy over NVML's last sample period
   std::optional<unsigned> memory_utilization_percent;  // memory controller busy

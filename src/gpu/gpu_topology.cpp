@@ -42,6 +42,7 @@ void add_nvml_gpus(Topology& topo, const GpuInventory& inv) {
     g->uuid = d.uuid;
     g->nvml_index = static_cast<int>(d.index);
     g->memory_total = d.memory_total;
+    g->minor = d.minor_number ? static_cast<int>(*d.minor_number) : -1;
     if (d.numa_node >= 0) {
       g->numa_node = d.numa_node;
     } else if (g->numa_node < 0) {

@@ -25,6 +25,7 @@ struct NvmlFunctions {
   // Optional.
   nvmlReturn_t (*driver_version)(char*, unsigned int) = nullptr;                      // nvmlSystemGetDriverVersion
   nvmlReturn_t (*numa_node)(nvmlDevice_t, unsigned int*) = nullptr;                   // nvmlDeviceGetNumaNodeId
+  nvmlReturn_t (*minor_number)(nvmlDevice_t, unsigned int*) = nullptr;                // nvmlDeviceGetMinorNumber
   nvmlReturn_t (*cpu_affinity)(nvmlDevice_t, unsigned int, unsigned long*) = nullptr;  // nvmlDeviceGetCpuAffinity
   nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned int*, unsigned int*) = nullptr;      // nvmlDeviceGetMigMode
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;            // nvmlDeviceGetUtilizationRates

@@ -75,6 +75,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open() {
   require(h, f.pci_info, "nvmlDeviceGetPciInfo_v3", missing);
   resolve(h, f.driver_version, {"nvmlSystemGetDriverVersion"});
   resolve(h, f.numa_node, {"nvmlDeviceGetNumaNodeId"});
+  resolve(h, f.minor_number, {"nvmlDeviceGetMinorNumber"});
   resolve(h, f.cpu_affinity, {"nvmlDeviceGetCpuAffinity"});
   resolve(h, f.mig_mode, {"nvmlDeviceGetMigMode"});
   resolve(h, f.utilization, {"nvmlDeviceGetUtilizationRates"});

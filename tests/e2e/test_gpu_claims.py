@@ -5,8 +5,10 @@ hands CMD its GPUs in CUDA_VISIBLE_DEVICES (read from /proc/PID/environ),
 places its CPUs on the GPUs' NUMA node (a described two-node machine),
 and an exclusive GPU is never granted twice: not by the embedded ledger,
 not by mlosd, not across users, not across the two books."""
+import errno
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -17,7 +19,7 @@ import pytest
 
 from cli_helpers import error_codes
 from conftest import build_dir
-from daemon_helpers import Daemon, Started, wait_for
+from daemon_helpers import Daemon, Started, v1_cgroups_usable, wait_for
 
 FAKE_NVML = build_dir() / "tests" / "gpu-fixtures" / "libfake-nvml.so"
 pytestmark = pytest.mark.skipif(not FAKE_NVML.exists(),
@@ -294,3 +296,34 @@ def test_mlosd_shows_each_job_s_gpu_memory_and_its_gpus_figures(tmp_path, nvml):
     mine = [line for line in scrape.splitlines()
             if line.startswith("mlos_job_gpu_memory_bytes{") and 'label="user-of-a"' in line]
     assert len(mine) == 1 and mine[0].endswith(f"}} {1 << 30}"), scrape
+
+
+def test_under_v1_cgroups_a_job_opens_only_its_own_gpus_device_files(tmp_path, nvml):
+    """mlosd with cgroups: a job that claimed GPU A (minor 0) gets the
+    devices controller's rule, so /dev/nvidia1 (GPU B) is EPERM for its
+    processes while /dev/nvidia0 reaches the (absent) driver: ENXIO. Device
+    files made with mknod stand in for the driver's."""
+    why = v1_cgroups_usable()
+    if why:
+        pytest.skip(why)
+    if not Path("/sys/fs/cgroup/devices/cgroup.procs").exists():
+        pytest.skip("the v1 devices controller is not mounted")
+    devdir = tmp_path / "dev"
+    devdir.mkdir()
+    for minor in (0, 1):
+        os.mknod(devdir / f"nvidia{minor}", 0o600 | stat.S_IFCHR, os.makedev(195, minor))
+    d = started(Daemon(tmp_path, cgroups="v1")).start()
+    probe = ("import errno, os, sys\n"
+             "for p in sys.argv[1:]:\n"
+             "    try: os.close(os.open(p, os.O_RDWR)); print('ok')\n"
+             "    except OSError as e: print(errno.errorcode[e.errno])\n")
+    r = subprocess.run([str(build_dir() / "bin" / "mlos"), "run", "--gpus", A, "--cpus", "1", "--", sys.executable,
+                        "-c", probe, str(devdir / "nvidia0"), str(devdir / "nvidia1")],
+                       env=run_env(d), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ENXIO", "EPERM"], r.stdout + r.stderr
+    # Outside any job, both reach the driver.
+    for minor in (0, 1):
+        with pytest.raises(OSError) as e:
+            os.open(devdir / f"nvidia{minor}", os.O_RDWR)
+        assert e.value.errno == errno.ENXIO

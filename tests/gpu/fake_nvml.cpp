@@ -273,6 +273,13 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrentClocksEv
   return clock_event_reasons(g, bits);
 }
 
+// "minor" in the spec, else the GPU's index (as the driver numbers them).
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t dev, unsigned* minor) {
+  FAKE_GPU(dev, "nvmlDeviceGetMinorNumber");
+  *minor = g->spec.value("minor", static_cast<unsigned>(g - gpus.data()));
+  return NVML_SUCCESS;
+}
+
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t dev, unsigned* node) {
   FAKE_GPU(dev, "nvmlDeviceGetNumaNodeId");
   if (!g->spec.contains("numa_node_id") || g->spec["numa_node_id"].is_null()) return NVML_ERROR_NOT_SUPPORTED;

@@ -22,9 +22,18 @@ namespace {
 const char* const kA = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
 const char* const kB = "GPU-bbbbbbbb-1111-2222-3333-444444444444";
 
-// Set before the library's first use, once per process: it reads NVML once.
+// The fixture files, once per process. The environment is set again before
+// each test (the inventory tests in this binary change it), and before the
+// library's first GPU request, which reads NVML once per process.
 class FakeGpus : public ::testing::Environment {
  public:
+  static void use() {
+    setenv("MLOS_NVML_LIBRARY", MLOS_FAKE_NVML_LIBRARY, 1);
+    setenv("MLOS_FAKE_NVML", (dir_ / "nvml.json").c_str(), 1);
+    setenv("MLOS_RUNTIME_DIR", (dir_ / "runtime").c_str(), 1);
+    setenv("MLOS_MODE", "embedded", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+  }
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("mlos-gpu-api-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_ / "runtime");
@@ -33,18 +42,18 @@ class FakeGpus : public ::testing::Environment {
        "pci": {"domain": 0, "bus": 59, "device": 0}, "cpu_affinity": "0"},
       {"uuid": ")" << kB << R"(", "name": "NVIDIA H200", "memory_total": 17179869184, "memory_used": 0,
        "pci": {"domain": 0, "bus": 187, "device": 0}, "cpu_affinity": "0"}]})";
-    setenv("MLOS_NVML_LIBRARY", MLOS_FAKE_NVML_LIBRARY, 1);
-    setenv("MLOS_FAKE_NVML", (dir_ / "nvml.json").c_str(), 1);
-    setenv("MLOS_RUNTIME_DIR", (dir_ / "runtime").c_str(), 1);
-    setenv("MLOS_MODE", "embedded", 1);
-    unsetenv("CUDA_VISIBLE_DEVICES");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
  private:
-  std::filesystem::path dir_;
+  static inline std::filesystem::path dir_;
 };
 const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new FakeGpus);
+
+class GpuRequestApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { FakeGpus::use(); }
+};
 
 mlos_training_resource_request_t one_cpu() {
   mlos_training_resource_request_t r{};
@@ -69,7 +78,7 @@ std::string gpus_of(mlos_training_resources_t* res) {
   return buf;
 }
 
-TEST(GpuRequestApiTest, ExclusiveGpusAreGrantedOnceAndNamed) {
+TEST_F(GpuRequestApiTest, ExclusiveGpusAreGrantedOnceAndNamed) {
   const auto req = one_cpu();
   auto o = gpus(1);
   mlos_training_resources_t* first = nullptr;
@@ -97,7 +106,7 @@ TEST(GpuRequestApiTest, ExclusiveGpusAreGrantedOnceAndNamed) {
   EXPECT_EQ(mlos_training_release_resources(second), MLOS_OK);
 }
 
-TEST(GpuRequestApiTest, SharedClaimsOverlapEachOther) {
+TEST_F(GpuRequestApiTest, SharedClaimsOverlapEachOther) {
   const auto req = one_cpu();
   auto o = gpus(0, "GPU-bbbb", MLOS_REQUEST_SHARED_GPUS);
   mlos_training_resources_t* a = nullptr;
@@ -113,7 +122,7 @@ TEST(GpuRequestApiTest, SharedClaimsOverlapEachOther) {
   EXPECT_EQ(mlos_training_release_resources(b), MLOS_OK);
 }
 
-TEST(GpuRequestApiTest, ACallerFromBeforeTheGpuFieldsClaimsNone) {
+TEST_F(GpuRequestApiTest, ACallerFromBeforeTheGpuFieldsClaimsNone) {
   const auto req = one_cpu();
   auto o = gpus(2);  // what lies past a v1 caller's struct is never read
   o.struct_size = offsetof(mlos_training_request_options_t, label) + sizeof(const char*);
@@ -123,7 +132,7 @@ TEST(GpuRequestApiTest, ACallerFromBeforeTheGpuFieldsClaimsNone) {
   EXPECT_EQ(mlos_training_release_resources(res), MLOS_OK);
 }
 
-TEST(GpuRequestApiTest, BadGpuRequestsAreRefusedAndGrantNothing) {
+TEST_F(GpuRequestApiTest, BadGpuRequestsAreRefusedAndGrantNothing) {
   const auto req = one_cpu();
   mlos_training_resources_t* res = nullptr;
   auto negative = gpus(-1);

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -44,7 +47,7 @@ struct CgroupCleanup {
       kill(child, SIGKILL);
       waitpid(child, nullptr, 0);
     }
-    for (const char* h : {"cpuset", "cpu", "memory", "cpuacct"}) {
+    for (const char* h : {"cpuset", "cpu", "memory", "cpuacct", "devices"}) {
       const std::string dir = "/sys/fs/cgroup/" + std::string(h) + "/" + base;
       for (const char* job : {"job1", "j"}) rmdir((dir + "/" + job).c_str());
       rmdir(dir.c_str());
@@ -114,6 +117,81 @@ TEST(CgroupV1Driver, LimitsLandInCgroupfsAndTheKernelEnforcesTheCpuset) {
   cleanup.child = -1;
   EXPECT_TRUE(d.remove("job1").ok());
   EXPECT_FALSE(std::ifstream("/sys/fs/cgroup/cpuset" + job + "/cpuset.cpus").good());
+}
+
+// The errno open(2) gives a child in job `job` for each path.
+std::vector<int> open_errnos_in(mlos::os::CgroupDriver& d, const std::string& job, const std::vector<std::string>& paths,
+                                pid_t* child) {
+  int go[2], out[2];
+  if (pipe(go) != 0 || pipe(out) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(1);
+    for (const auto& p : paths) {
+      const int fd = open(p.c_str(), O_RDWR | O_CLOEXEC);
+      const int e = fd >= 0 ? 0 : errno;
+      if (write(out[1], &e, sizeof e) != sizeof e) _exit(1);
+    }
+    _exit(0);
+  }
+  *child = pid;
+  std::vector<int> errnos;
+  if (d.attach(job, pid).ok() && write(go[1], "g", 1) == 1) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      int e = -1;
+      if (read(out[0], &e, sizeof e) != sizeof e) break;
+      errnos.push_back(e);
+    }
+  }
+  for (int fd : {go[0], go[1], out[0], out[1]}) close(fd);
+  return errnos;
+}
+
+TEST(CgroupV1Driver, AGpuDeviceRuleKeepsTheJobOffOtherGpusDeviceFiles) {
+  const std::string base = "mlos-test-gpu-" + std::to_string(getpid());
+  V1 v1 = v1_driver(base);
+  if (!v1.driver) GTEST_SKIP() << v1.skip;
+  if (access("/sys/fs/cgroup/devices", W_OK) != 0) GTEST_SKIP() << "the v1 devices controller is not mounted writable";
+  CgroupCleanup cleanup{base};
+  auto& d = *v1.driver;
+  // Device files of GPUs 0 and 1 (character 195:0 and 195:1): without a
+  // driver, an open the cgroup lets through fails with ENXIO, one it stops
+  // with EPERM.
+  char dir[] = "/tmp/mlos-gpu-devices-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string gpu0 = std::string(dir) + "/nvidia0", gpu1 = std::string(dir) + "/nvidia1";
+  ASSERT_EQ(mknod(gpu0.c_str(), S_IFCHR | 0600, makedev(mlos::os::kNvidiaGpuMajor, 0)), 0) << strerror(errno);
+  ASSERT_EQ(mknod(gpu1.c_str(), S_IFCHR | 0600, makedev(mlos::os::kNvidiaGpuMajor, 1)), 0) << strerror(errno);
+
+  ASSERT_TRUE(d.create("j").ok());
+  mlos::os::CgroupLimits limits;
+  limits.cpus = CpuSet::of({0});
+  limits.mems = CpuSet::of({0});
+  limits.gpu_devices = mlos::os::GpuDeviceRule{{0}, {1}};
+  std::vector<std::string> unsupported;
+  auto applied = d.apply("j", limits, &unsupported);
+  ASSERT_TRUE(applied.ok()) << applied.error().describe();
+  EXPECT_TRUE(unsupported.empty());
+  pid_t child = -1;
+  std::vector<int> errnos = open_errnos_in(d, "j", {gpu0, gpu1}, &child);
+  cleanup.child = child;
+  EXPECT_EQ(errnos, std::vector<int>({ENXIO, EPERM}));
+  waitpid(child, nullptr, 0);
+  cleanup.child = -1;
+
+  // The rule re-applied the other way round opens GPU 1 and closes GPU 0.
+  limits.gpu_devices = mlos::os::GpuDeviceRule{{1}, {0}};
+  ASSERT_TRUE(d.apply("j", limits, &unsupported).ok());
+  errnos = open_errnos_in(d, "j", {gpu0, gpu1}, &child);
+  cleanup.child = child;
+  EXPECT_EQ(errnos, std::vector<int>({EPERM, ENXIO}));
+  waitpid(child, nullptr, 0);
+  cleanup.child = -1;
+  EXPECT_TRUE(d.remove("j").ok());
+  unlink(gpu0.c_str());
+  unlink(gpu1.c_str());
+  rmdir(dir);
 }
 
 TEST(CgroupV1Driver, BadInputChangesNothing) {

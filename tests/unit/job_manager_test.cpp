@@ -890,6 +890,23 @@ TEST_F(JobManagerLedgerTest, ADeadOwnersClaimIsNotAdoptedAndGpusComeWithTheLiveO
   EXPECT_EQ((*granted)["nodes"], json::array({1})) << "CPUs on the GPU's node";
 }
 
+TEST_F(JobManagerLedgerTest, AJobWithGpusGetsADeviceRuleTheV2DriverSaysItCannotApply) {
+  Gpu a, b;
+  a.uuid = "GPU-a", a.nvml_index = 0, a.numa_node = 0, a.minor = 0;
+  b.uuid = "GPU-b", b.nvml_index = 1, b.numa_node = 0, b.minor = 1;
+  auto m = make_following_manager({a, b});
+  ASSERT_TRUE(m->recover().ok());
+  auto with = m->request(spawn(101, kAlice), {{"num_cpus", 1}, {"num_gpus", 1}}, {});
+  ASSERT_TRUE(with.ok()) << with.error().describe();
+  auto without = m->request(spawn(102, kAlice), {{"num_cpus", 1}}, {});
+  ASSERT_TRUE(without.ok());
+  const json st = m->status();
+  EXPECT_NE(job_of_pid(st, 101)["notes"].dump().find("gpu devices: cgroup v2 controls devices with a BPF program"),
+            std::string::npos)
+      << job_of_pid(st, 101).dump();
+  EXPECT_EQ(job_of_pid(st, 102)["notes"].dump().find("gpu devices"), std::string::npos) << "no claims, no rule";
+}
+
 TEST_F(JobManagerLedgerTest, AnUnreadableLedgerChangesNothing) {
   add_claim(5, 301, "0-1", true, false, "early");
   auto m = make_following_manager();

@@ -40,6 +40,7 @@ nlohmann::json nvml_json(const gpu::GpuInventory& inv) {
                          {"numa_node", g.numa_node},
                          {"cpu_affinity", g.cpu_affinity.to_list()},
                          {"memory_numa_node", or_null(g.memory_numa_node)},
+                         {"minor_number", or_null(g.minor_number)},
                          {"mig_enabled", or_null(g.mig_enabled)},
                          {"utilization_percent", or_null(g.utilization_percent)},
                          {"memory_utilization_percent", or_null(g.memory_utilization_percent)},

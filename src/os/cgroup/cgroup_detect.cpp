@@ -29,6 +29,7 @@ CgroupMounts parse_cgroup_mounts(const std::string& mountinfo) {
       if (opt == "cpu" && m.cpu.empty()) m.cpu = point;
       if (opt == "memory" && m.memory.empty()) m.memory = point;
       if (opt == "cpuacct" && m.cpuacct.empty()) m.cpuacct = point;
+      if (opt == "devices" && m.devices.empty()) m.devices = point;
     }
   }
   return m;
@@ -51,7 +52,8 @@ Result<std::unique_ptr<CgroupDriver>> detect_cgroup_driver(const std::string& mo
   if (!m.cpuset.empty() && !m.cpu.empty() && !m.memory.empty()) {
     CgroupV1Mounts v1{std::make_shared<LinuxCgroupFs>(m.cpuset), std::make_shared<LinuxCgroupFs>(m.cpu),
                       std::make_shared<LinuxCgroupFs>(m.memory),
-                      m.cpuacct.empty() ? nullptr : std::make_shared<LinuxCgroupFs>(m.cpuacct)};
+                      m.cpuacct.empty() ? nullptr : std::make_shared<LinuxCgroupFs>(m.cpuacct),
+                      m.devices.empty() ? nullptr : std::make_shared<LinuxCgroupFs>(m.devices)};
     return make_cgroup_v1_driver(std::move(v1), std::move(base));
   }
   return make_error(MLOS_ERR_UNSUPPORTED,

@@ -23,6 +23,18 @@
 
 namespace mlos::os {
 
+// NVIDIA GPUs' device files, /dev/nvidiaN: character devices 195:N.
+constexpr int kNvidiaGpuMajor = 195;
+
+// Which GPUs' device files a job's processes may open (docs/gpu.md,
+// "Keeping other processes off a GPU"): `allowed` (its own) and `denied`
+// (every other GPU of the node), by minor number. The control devices
+// (/dev/nvidiactl, nvidia-uvm) stay open: CUDA needs them for any GPU.
+struct GpuDeviceRule {
+  std::vector<int> allowed;
+  std::vector<int> denied;
+};
+
 struct CgroupLimits {
   CpuSet cpus;              // cpuset.cpus (required, non-empty)
   CpuSet mems;              // cpuset.mems (required, non-empty)
@@ -30,6 +42,7 @@ struct CgroupLimits {
   std::optional<uint64_t> memory_max;   // hard limit
   std::optional<uint64_t> memory_high;  // throttling point (v1: soft limit)
   std::optional<uint64_t> memory_low;   // protection (v2 only)
+  std::optional<GpuDeviceRule> gpu_devices;  // v1 devices controller; v2: unsupported (a BPF program)
 };
 
 struct CgroupUsage {
@@ -92,6 +105,7 @@ Status validate_job_name(const std::string& job);
 // v1: one CgroupFs per controller (cpuset, cpu, memory; cpuacct optional).
 struct CgroupV1Mounts {
   std::shared_ptr<CgroupFs> cpuset, cpu, memory, cpuacct;  // cpuacct may be null
+  std::shared_ptr<CgroupFs> devices;                       // may be null: no GPU device rules then
 };
 std::unique_ptr<CgroupDriver> make_cgroup_v1_driver(CgroupV1Mounts mounts, std::string base = "mlos");
 // v2: the unified hierarchy's root (or the delegated subtree mlosd owns).
@@ -100,7 +114,7 @@ std::unique_ptr<CgroupDriver> make_cgroup_v2_driver(std::shared_ptr<CgroupFs> ro
 // Where the hierarchies are, from /proc/self/mountinfo text.
 struct CgroupMounts {
   std::string unified;                 // cgroup2 mount point, "" if none
-  std::string cpuset, cpu, memory, cpuacct;  // v1 mount points, "" if absent
+  std::string cpuset, cpu, memory, cpuacct, devices;  // v1 mount points, "" if absent
 };
 CgroupMounts parse_cgroup_mounts(const std::string& mountinfo);
 

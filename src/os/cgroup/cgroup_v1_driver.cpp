@@ -59,6 +59,7 @@ class CgroupV1Driver final : public CgroupDriver {
     if (l.memory_low && unsupported != nullptr) {
       unsupported->push_back("memory_low: cgroup v1 has no memory protection (memory.low is v2 only)");
     }
+    if (l.gpu_devices) return apply_gpu_devices(job, *l.gpu_devices, unsupported);
     return Status::Ok();
   }
 
@@ -153,7 +154,28 @@ class CgroupV1Driver final : public CgroupDriver {
   std::vector<CgroupFs*> hierarchies() const {
     std::vector<CgroupFs*> out{m_.cpuset.get(), m_.cpu.get(), m_.memory.get()};
     if (m_.cpuacct) out.push_back(m_.cpuacct.get());
+    if (m_.devices) out.push_back(m_.devices.get());
     return out;
+  }
+
+  // "c 195:N rwm" into devices.allow for its GPUs (a cgroup inherits its
+  // parent's list, and a rule re-applied after a change must open them
+  // again), devices.deny for the others.
+  Status apply_gpu_devices(const std::string& job, const GpuDeviceRule& rule, std::vector<std::string>* unsupported) {
+    if (!m_.devices) {
+      if (unsupported != nullptr) {
+        unsupported->push_back("gpu devices: the v1 devices controller is not mounted, so other GPUs stay open");
+      }
+      return Status::Ok();
+    }
+    auto entry = [](int minor) { return "c " + std::to_string(kNvidiaGpuMajor) + ":" + std::to_string(minor) + " rwm"; };
+    for (int minor : rule.allowed) {
+      if (Status s = m_.devices->write(path(job) + "/devices.allow", entry(minor)); !s) return s;
+    }
+    for (int minor : rule.denied) {
+      if (Status s = m_.devices->write(path(job) + "/devices.deny", entry(minor)); !s) return s;
+    }
+    return Status::Ok();
   }
 
   CgroupV1Mounts m_;

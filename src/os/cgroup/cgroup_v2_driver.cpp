@@ -43,7 +43,6 @@ class CgroupV2Driver final : public CgroupDriver {
   }
 
   Status apply(const std::string& job, const CgroupLimits& l, std::vector<std::string>* unsupported) override {
-    (void)unsupported;  // v2 expresses every limit
     if (Status s = validate_job_name(job); !s) return s;
     if (l.cpus.empty() || l.mems.empty()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "cgroup cpus and mems must not be empty");
     if (l.cpu_weight < 1 || l.cpu_weight > 10000) {
@@ -57,6 +56,12 @@ class CgroupV2Driver final : public CgroupDriver {
     };
     for (const auto& [file, value] : writes) {
       if (Status s = fs_->write(path(job) + "/" + file, value); !s) return s;
+    }
+    // v2 has no devices files: device access is a BPF_CGROUP_DEVICE
+    // program attached to the cgroup, which mlosd does not load yet.
+    if (l.gpu_devices && unsupported != nullptr) {
+      unsupported->push_back("gpu devices: cgroup v2 controls devices with a BPF program, which mlosd does not "
+                             "attach yet, so other GPUs stay open");
     }
     return Status::Ok();
   }
