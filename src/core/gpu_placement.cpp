@@ -7,6 +7,15 @@
 
 namespace mlos {
 
+bool GpuRequest::allows(const std::string& uuid) const {
+  return !within || std::find(within->begin(), within->end(), uuid) != within->end();
+}
+
+void GpuRequest::narrow_within(std::vector<std::string> bound) {
+  std::erase_if(bound, [&](const std::string& u) { return !allows(u); });
+  within = std::move(bound);
+}
+
 void GpuUsage::add(const std::vector<std::string>& uuids, bool is_exclusive, int sign) {
   for (const auto& u : uuids) {
     if (is_exclusive) {
@@ -108,13 +117,7 @@ std::vector<std::string> visible_gpu_uuids(const Topology& topo, std::string_vie
 
 void bound_by_visible_devices(GpuRequest& request, const Topology& topology, const char* cuda_visible_devices) {
   if (cuda_visible_devices == nullptr) return;
-  std::vector<std::string> visible = visible_gpu_uuids(topology, cuda_visible_devices);
-  if (request.within) {
-    std::erase_if(visible, [&](const std::string& u) {
-      return std::find(request.within->begin(), request.within->end(), u) == request.within->end();
-    });
-  }
-  request.within = std::move(visible);
+  request.narrow_within(visible_gpu_uuids(topology, cuda_visible_devices));
 }
 
 Result<GpuChoice> plan_gpus(const Topology& topo, const GpuUsage& usage, const GpuRequest& req,
@@ -126,9 +129,7 @@ Result<GpuChoice> plan_gpus(const Topology& topo, const GpuUsage& usage, const G
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "num_gpus " + std::to_string(req.count) + " but " +
                                                      std::to_string(req.uuids.size()) + " GPU UUID(s) given");
   }
-  auto within = [&](const Gpu& g) {
-    return !req.within || std::find(req.within->begin(), req.within->end(), g.uuid) != req.within->end();
-  };
+  auto within = [&](const Gpu& g) { return req.allows(g.uuid); };
   std::vector<const Gpu*> mine;  // claimable and within the requester's bound
   int on_machine = 0;
   for (const auto& g : topo.gpus) {

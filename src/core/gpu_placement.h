@@ -32,6 +32,10 @@ struct GpuRequest {
   std::optional<std::vector<std::string>> within;
 
   bool wanted() const { return count > 0 || !uuids.empty(); }
+  // Whether `within` lets the requester have the GPU `uuid`.
+  bool allows(const std::string& uuid) const;
+  // Narrows `within` to the GPUs in `bound` (all of them when unset).
+  void narrow_within(std::vector<std::string> bound);
 };
 
 // What other (competing) claims hold, by UUID.

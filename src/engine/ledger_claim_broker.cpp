@@ -35,14 +35,7 @@ namespace {
 PlacementRequest within_envelope(const ClaimLedger& ledger, const std::vector<ProcessId>& lineage,
                                  PlacementRequest request) {
   const Claim* envelope = request.gpus.wanted() ? ledger.envelope_of(lineage) : nullptr;
-  if (envelope == nullptr) return request;
-  std::vector<std::string> bound = envelope->gpus;
-  if (request.gpus.within) {
-    std::erase_if(bound, [&](const std::string& g) {
-      return std::find(request.gpus.within->begin(), request.gpus.within->end(), g) == request.gpus.within->end();
-    });
-  }
-  request.gpus.within = std::move(bound);
+  if (envelope != nullptr) request.gpus.narrow_within(envelope->gpus);
   return request;
 }
 
