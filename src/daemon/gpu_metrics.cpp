@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "gpushare/job_share.h"
+
 namespace mlos::daemon {
 
 namespace {
@@ -43,12 +45,24 @@ struct GpuMetrics::JobSeries {
   prometheus::Counter* loading = nullptr;
   prometheus::Counter* stall = nullptr;
   double loading_last = 0, stall_last = 0;
+  prometheus::Gauge* memory_limit = nullptr;
+  prometheus::Gauge* share = nullptr;
+  prometheus::Gauge* capped = nullptr;
+  prometheus::Counter* refused = nullptr;
+  prometheus::Counter* throttled = nullptr;
+  double refused_last = 0, throttled_last = 0;
 };
 
-GpuMetrics::GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAccounting::Lineage lineage, Clock clock)
+GpuMetrics::GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAccounting::Lineage lineage, Clock clock,
+                       ShareReader share_reader)
     : source_(std::move(source)),
       lineage_(std::move(lineage)),
       clock_(std::move(clock)),
+      share_reader_(share_reader ? std::move(share_reader)
+                                 : [](const std::string& path, uint32_t uid, std::string* why) {
+                                     return gpushare::read_share_file(path, why, gpushare::process_alive,
+                                                                      static_cast<int>(uid));
+                                   }),
       utilization_(BuildGauge()
                        .Name("mlos_gpu_utilization_percent")
                        .Help("Percent of NVML's sample period a kernel ran on the GPU (DCGM_FI_DEV_GPU_UTIL)")
@@ -81,7 +95,27 @@ GpuMetrics::GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAcco
       job_stall_(BuildCounter()
                      .Name("mlos_job_gpu_data_stall_seconds_total")
                      .Help("Time the job was in DATA_LOADING with every GPU it holds idle (data stall)")
-                     .Register(registry)) {}
+                     .Register(registry)),
+      job_memory_limit_(BuildGauge()
+                            .Name("mlos_job_gpu_memory_limit_bytes")
+                            .Help("The job's device memory cap per GPU (mlos run --gpu-memory)")
+                            .Register(registry)),
+      job_share_(BuildGauge()
+                     .Name("mlos_job_gpu_share_percent")
+                     .Help("The job's compute share per GPU (mlos run --gpu-share)")
+                     .Register(registry)),
+      job_capped_(BuildGauge()
+                      .Name("mlos_job_gpu_capped_memory_bytes")
+                      .Help("Device memory the job's processes hold through the interposer, every GPU")
+                      .Register(registry)),
+      job_refused_(BuildCounter()
+                       .Name("mlos_job_gpu_allocations_refused_total")
+                       .Help("Device allocations the job's memory cap refused")
+                       .Register(registry)),
+      job_throttled_(BuildCounter()
+                         .Name("mlos_job_gpu_throttled_seconds_total")
+                         .Help("Time the job's kernel launches waited for its compute share")
+                         .Register(registry)) {}
 
 GpuMetrics::~GpuMetrics() = default;
 
@@ -91,10 +125,16 @@ void GpuMetrics::update(const std::vector<JobSample>& samples) {
   const double elapsed = last_ ? now - *last_ : 0;
   last_ = now;
   accounting_.update(samples, inv, elapsed, lineage_);
+  std::map<uint64_t, JobGpuFigures> figures = accounting_.figures();
+  for (const auto& j : samples) {
+    if (j.gpu_share_file.empty()) continue;
+    JobGpuFigures& f = figures[j.job_id];
+    f.share = share_reader_(j.gpu_share_file, j.uid, &f.share_note);
+  }
   update_node(inv);
-  update_jobs(samples);
+  update_jobs(samples, figures);
   std::lock_guard lock(mu_);
-  snapshot_ = accounting_.figures();
+  snapshot_ = std::move(figures);
 }
 
 std::map<uint64_t, JobGpuFigures> GpuMetrics::figures() const {
@@ -141,11 +181,28 @@ void GpuMetrics::remove(JobSeries& s) {
   if (s.utilization) job_utilization_.Remove(s.utilization);
   if (s.loading) job_loading_.Remove(s.loading);
   if (s.stall) job_stall_.Remove(s.stall);
+  if (s.memory_limit) job_memory_limit_.Remove(s.memory_limit);
+  if (s.share) job_share_.Remove(s.share);
+  if (s.capped) job_capped_.Remove(s.capped);
+  if (s.refused) job_refused_.Remove(s.refused);
+  if (s.throttled) job_throttled_.Remove(s.throttled);
 }
 
-void GpuMetrics::update_jobs(const std::vector<JobSample>& samples) {
+namespace {
+
+// A counter that follows a total read elsewhere: it grows by what the total
+// grew (a total that fell, a restarted job's books, adds nothing).
+void follow_total(prometheus::Family<prometheus::Counter>& family, prometheus::Counter*& counter,
+                  const Labels& labels, double total, double& last) {
+  if (counter == nullptr) counter = &family.Add(labels);
+  counter->Increment(std::max(0.0, total - last));
+  last = total;
+}
+
+}  // namespace
+
+void GpuMetrics::update_jobs(const std::vector<JobSample>& samples, const std::map<uint64_t, JobGpuFigures>& figures) {
   std::set<uint64_t> present;
-  const auto& figures = accounting_.figures();
   for (const auto& j : samples) {
     present.insert(j.job_id);
     const Labels labels{{"job_id", std::to_string(j.job_id)}, {"label", j.label}, {"uid", std::to_string(j.uid)}};
@@ -164,13 +221,23 @@ void GpuMetrics::update_jobs(const std::vector<JobSample>& samples) {
     set_or_remove(job_utilization_, series->utilization, labels, f->second.utilization_percent);
     // Only once its GPUs' utilization was known: never a 0 NVML did not give.
     if (f->second.sampled_seconds > 0) {
-      if (series->loading == nullptr) series->loading = &job_loading_.Add(labels);
-      if (series->stall == nullptr) series->stall = &job_stall_.Add(labels);
-      series->loading->Increment(std::max(0.0, f->second.data_loading_seconds - series->loading_last));
-      series->stall->Increment(std::max(0.0, f->second.data_stall_seconds - series->stall_last));
-      series->loading_last = f->second.data_loading_seconds;
-      series->stall_last = f->second.data_stall_seconds;
+      follow_total(job_loading_, series->loading, labels, f->second.data_loading_seconds, series->loading_last);
+      follow_total(job_stall_, series->stall, labels, f->second.data_stall_seconds, series->stall_last);
     }
+    const auto& share = f->second.share;
+    auto limit = share && share->limits.memory_limit ? std::optional<uint64_t>(share->limits.memory_limit) : std::nullopt;
+    auto percent = share && share->limits.share_percent ? std::optional<int>(share->limits.share_percent) : std::nullopt;
+    std::optional<uint64_t> capped;
+    if (share) {
+      capped = 0;
+      for (const auto& d : share->devices) *capped += d.used;
+      follow_total(job_refused_, series->refused, labels, static_cast<double>(share->refused), series->refused_last);
+      follow_total(job_throttled_, series->throttled, labels, static_cast<double>(share->throttled_ns) * 1e-9,
+                   series->throttled_last);
+    }
+    set_or_remove(job_memory_limit_, series->memory_limit, labels, limit);
+    set_or_remove(job_share_, series->share, labels, percent);
+    set_or_remove(job_capped_, series->capped, labels, capped);
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if (present.count(it->first)) {

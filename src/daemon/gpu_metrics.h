@@ -13,6 +13,11 @@
 //   mlos_job_gpu_memory_bytes{job_id,label,uid}, mlos_job_gpu_utilization_percent,
 //   mlos_job_gpu_data_loading_seconds_total, mlos_job_gpu_data_stall_seconds_total
 //
+// and, for jobs with GPU limits (their share file, src/gpushare):
+//   mlos_job_gpu_memory_limit_bytes, mlos_job_gpu_share_percent,
+//   mlos_job_gpu_capped_memory_bytes (held through the interposer),
+//   mlos_job_gpu_allocations_refused_total, mlos_job_gpu_throttled_seconds_total
+//
 // A figure NVML does not give has no series (never 0).
 #pragma once
 
@@ -38,7 +43,12 @@ class GpuMetrics {
  public:
   using Source = std::function<gpu::GpuInventory()>;
   using Clock = std::function<double()>;  // seconds, monotonic
-  GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAccounting::Lineage lineage, Clock clock);
+  // A job's share file, read for uid (the default: read_share_file with
+  // live processes by /proc, owned by that uid); nullopt with *why.
+  using ShareReader =
+      std::function<std::optional<gpushare::ShareFileView>(const std::string& path, uint32_t uid, std::string* why)>;
+  GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAccounting::Lineage lineage, Clock clock,
+             ShareReader share_reader = {});
   ~GpuMetrics();
 
   // One reading for `samples` (the jobs now). One thread calls it.
@@ -50,12 +60,13 @@ class GpuMetrics {
   struct GpuSeries;
   struct JobSeries;
   void update_node(const gpu::GpuInventory& inv);
-  void update_jobs(const std::vector<JobSample>& samples);
+  void update_jobs(const std::vector<JobSample>& samples, const std::map<uint64_t, JobGpuFigures>& figures);
   void remove(JobSeries& series);  // its Prometheus series
 
   Source source_;
   JobGpuAccounting::Lineage lineage_;
   Clock clock_;
+  ShareReader share_reader_;
   std::optional<double> last_;
   JobGpuAccounting accounting_;
   mutable std::mutex mu_;
@@ -70,6 +81,11 @@ class GpuMetrics {
   prometheus::Family<prometheus::Gauge>& job_utilization_;
   prometheus::Family<prometheus::Counter>& job_loading_;
   prometheus::Family<prometheus::Counter>& job_stall_;
+  prometheus::Family<prometheus::Gauge>& job_memory_limit_;
+  prometheus::Family<prometheus::Gauge>& job_share_;
+  prometheus::Family<prometheus::Gauge>& job_capped_;
+  prometheus::Family<prometheus::Counter>& job_refused_;
+  prometheus::Family<prometheus::Counter>& job_throttled_;
   std::map<std::string, std::unique_ptr<GpuSeries>> gpus_;  // by UUID
   std::map<uint64_t, std::unique_ptr<JobSeries>> jobs_;
 };

@@ -15,6 +15,7 @@
 
 #include "daemon/job_metrics.h"
 #include "gpu/gpu_inventory.h"
+#include "gpushare/share_file.h"
 
 namespace mlos::daemon {
 
@@ -34,6 +35,11 @@ struct JobGpuFigures {
   // Time its GPUs' utilization was known for at all: the stall's share is
   // data_stall_seconds over this.
   double sampled_seconds = 0;
+  // Its GPU limits and what its processes did under them, from its share
+  // file (mlos run --gpu-memory/--gpu-share); nullopt without one, or when
+  // the file could not be read (share_note says why).
+  std::optional<gpushare::ShareFileView> share;
+  std::string share_note;
 };
 
 class JobGpuAccounting {

@@ -25,7 +25,7 @@ const std::set<std::string>& request_keys() {
                                           "numa_preference", "exclusive", "priority", "label",
                                           "single_node", "strict_membind", "page_fd", "envelope", "dry_run",
                                           "allowed_cpus", "policies", "num_gpus", "gpu_uuids",
-                                          "exclusive_gpus", "cuda_visible_devices"};
+                                          "exclusive_gpus", "cuda_visible_devices", "gpu_share_file"};
   return keys;
 }
 
@@ -64,6 +64,8 @@ struct RequestExtras {
   json policies = json::object();
   // The requester's CUDA_VISIBLE_DEVICES, when set: the GPUs it may claim.
   std::optional<std::string> cuda_visible_devices;
+  // The GPU share file of an envelope with GPU limits (absolute path).
+  std::string gpu_share_file;
 };
 
 Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
@@ -98,6 +100,14 @@ Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
         throw std::invalid_argument("cuda_visible_devices must be a string (at most 4096 bytes)");
       }
       x->cuda_visible_devices = a["cuda_visible_devices"].get<std::string>();
+    }
+    if (a.contains("gpu_share_file")) {
+      const json& f = a["gpu_share_file"];
+      if (!f.is_string() || f.get<std::string>().empty() || f.get<std::string>()[0] != '/' ||
+          f.get<std::string>().size() > 4096) {
+        throw std::invalid_argument("gpu_share_file must be an absolute path (at most 4096 bytes)");
+      }
+      x->gpu_share_file = f.get<std::string>();
     }
     x->priority = int_field(a, "priority", 0);
     if (a.contains("label") && !a["label"].is_string()) throw std::invalid_argument("label must be a string");
@@ -617,6 +627,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   r.created_unix = d_.now_unix();
   r.gpus = placement->gpus;
   r.gpus_exclusive = req->gpus.wanted() && req->gpus.exclusive;
+  if (!r.gpus.empty()) r.gpu_share_file = x.gpu_share_file;
   if (!placement->gpu_note.empty()) j.notes.push_back(placement->gpu_note);
   if (page.valid()) {
     auto mapped = os::SharedPage::map_readonly(page.get());
@@ -1070,6 +1081,7 @@ JobSample JobManager::sample(const Live& j) const {
   s.phase = j.phase;
   s.gpus = j.record.gpus;
   s.gpus_exclusive = j.record.gpus_exclusive;
+  s.gpu_share_file = j.record.gpu_share_file;
   s.owner = j.record.owner;
   if (auto snap = phase_snapshot(j)) {
     s.phase = snap->phase;

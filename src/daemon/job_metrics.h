@@ -67,6 +67,7 @@ struct JobSample {
   std::vector<std::string> gpus;                       // UUIDs of the GPUs it holds
   bool gpus_exclusive = false;
   ProcessId owner;                                     // whose processes are the job's (GPU memory)
+  std::string gpu_share_file;                          // its GPU limits' books ("" = none)
 };
 
 class JobMetrics {

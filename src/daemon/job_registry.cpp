@@ -46,7 +46,8 @@ json JobRecord::to_json() const {
               {"origin_cgroup", origin_cgroup},
               {"stays_in_origin", stays_in_origin},
               {"gpus", gpus},
-              {"gpus_exclusive", gpus_exclusive}};
+              {"gpus_exclusive", gpus_exclusive},
+              {"gpu_share_file", gpu_share_file}};
 }
 
 namespace {
@@ -104,6 +105,7 @@ JobRecord record_from(const json& j) {
     }
   }
   rec.gpus_exclusive = j.value("gpus_exclusive", false);
+  rec.gpu_share_file = j.value("gpu_share_file", std::string());  // added with GPU sharing
   // Added with policy modules: optional.
   rec.policies = j.value("policies", json::object());
   if (!rec.policies.is_object()) throw std::invalid_argument("job " + std::to_string(rec.id) + " has non-object policies");

@@ -75,6 +75,10 @@ struct JobRecord {
   // claim may hold them too.
   std::vector<std::string> gpus;
   bool gpus_exclusive = false;
+  // The job's GPU share file (mlos run --gpu-memory/--gpu-share), whose
+  // accounting mlosd reads; "" = none. Written by the job's user: read only
+  // if that user (or root) owns it, never followed through a link.
+  std::string gpu_share_file;
 
   // The job's cgroup name under the daemon's base: "job-<id>".
   std::string cgroup() const { return "job-" + std::to_string(id); }

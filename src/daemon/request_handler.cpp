@@ -36,6 +36,21 @@ std::string string_arg(const json& args, const char* key) {
   return args[key].get<std::string>();
 }
 
+// A job's GPU limits and what its processes did under them (its share file).
+json share_json(const gpushare::ShareFileView& v) {
+  json devices = json::array();
+  for (const auto& d : v.devices) devices.push_back({{"uuid", d.uuid}, {"used_bytes", d.used}});
+  return {{"memory_limit_bytes", v.limits.memory_limit == 0 ? json(nullptr) : json(v.limits.memory_limit)},
+          {"share_percent", v.limits.share_percent == 0 ? json(nullptr) : json(v.limits.share_percent)},
+          {"mechanism", v.mechanism},
+          {"utilization_source", v.utilization_source},
+          {"devices", devices},
+          {"processes", v.processes},
+          {"allocations_refused", v.refused},
+          {"launches", v.launches},
+          {"throttled_seconds", static_cast<double>(v.throttled_ns) * 1e-9}};
+}
+
 // Each job's GPU figures as "gpu": {...} (null figures unknown), for jobs
 // that hold GPUs or whose processes use one.
 void add_gpu_figures(json& reply, const std::map<uint64_t, JobGpuFigures>& figures) {
@@ -53,6 +68,8 @@ void add_gpu_figures(json& reply, const std::map<uint64_t, JobGpuFigures>& figur
                   {"data_stall_seconds", sampled ? json(g.data_stall_seconds) : json(nullptr)},
                   {"sampled_seconds", g.sampled_seconds},
                   {"data_stall_share", sampled ? json(g.data_stall_seconds / g.sampled_seconds) : json(nullptr)}};
+    if (g.share) job["gpu"]["share"] = share_json(*g.share);
+    if (!g.share_note.empty()) job["gpu"]["share_note"] = g.share_note;
   }
 }
 

@@ -29,6 +29,10 @@ struct ClaimRequest {
   // request fails, granting nothing, if one cannot be attached). mlosd
   // serves them, and the embedded engine with its policy service.
   nlohmann::json policies = nlohmann::json::object();
+  // The GPU share file `mlos run --gpu-memory/--gpu-share` made for the
+  // job (src/gpushare/share_file.h): mlosd reads the job's GPU accounting
+  // from it. "" = none.
+  std::string gpu_share_file;
 };
 
 // Where a job publishes its phases for another process to follow (mlosd's

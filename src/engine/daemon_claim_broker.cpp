@@ -104,6 +104,7 @@ json request_args(const ClaimRequest& request, const CpuSet& allowed) {
     if (!p.gpus.uuids.empty()) args["gpu_uuids"] = p.gpus.uuids;
     args["exclusive_gpus"] = p.gpus.exclusive;
     if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) args["cuda_visible_devices"] = visible;
+    if (!request.gpu_share_file.empty()) args["gpu_share_file"] = request.gpu_share_file;
   }
   return args;
 }

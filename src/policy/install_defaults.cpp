@@ -13,10 +13,15 @@
 #error "MLOS_DEFAULT_DATALOAD_HELPER must be defined by the build"
 #endif
 
+#ifndef MLOS_DEFAULT_GPUSHARE_LIBRARY
+#error "MLOS_DEFAULT_GPUSHARE_LIBRARY must be defined by the build"
+#endif
+
 namespace mlos::policy {
 
 std::string installed_policy_dir() { return MLOS_DEFAULT_POLICY_DIR; }
 std::string installed_policy_host() { return MLOS_DEFAULT_POLICY_HOST; }
 std::string installed_dataload_helper() { return MLOS_DEFAULT_DATALOAD_HELPER; }
+std::string installed_gpushare_library() { return MLOS_DEFAULT_GPUSHARE_LIBRARY; }
 
 }  // namespace mlos::policy

@@ -13,6 +13,11 @@
 //              "utilization": [gpu %, memory %], "power_mw": N,
 //              "temperature": C, "clock_event_reasons": bits,
 //              "processes": [{"pid": N, "used": bytes or null}],
+//              "utilization" is replaced, when $MLOS_FAKE_GPU_CLOCK names the
+//              timeline the fake CUDA driver runs kernels on
+//              (fake_gpu_clock.h), by that GPU's busy share over the
+//              last second, and nvmlDeviceGetProcessUtilization reports
+//              each process's share of it,
 //              "errors": {"nvmlDeviceGetPowerUsage": 3, ...}}]}
 //
 // "errors" makes a function fail with that nvmlReturn_t for that GPU; a key
@@ -24,7 +29,9 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -32,6 +39,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "fake_gpu_clock.h"
 
 namespace {
 
@@ -140,6 +149,45 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v
   return NVML_SUCCESS;
 }
 
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* dev) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].spec.value("uuid", std::string()) == uuid) {
+      *dev = reinterpret_cast<nvmlDevice_t>(static_cast<uintptr_t>(i + 1));
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+// Each process's share of the GPU's busy time since `since_us` (at most the
+// last second), from the simulated timeline: NOT_FOUND when no process ran,
+// as NVML answers without samples; NOT_SUPPORTED without a timeline.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetProcessUtilization(
+    nvmlDevice_t dev, nvmlProcessUtilizationSample_t* out, unsigned* count, unsigned long long since_us) {
+  FAKE_GPU(dev, "nvmlDeviceGetProcessUtilization");
+  const int64_t now = mlos::fake::monotonic_ns();
+  const int64_t from = std::max<int64_t>(now - 1000000000, static_cast<int64_t>(since_us) * 1000);
+  std::map<int, int64_t> busy;
+  if (!mlos::fake::busy_by_pid(static_cast<int>(g - gpus.data()), from, now, &busy)) return NVML_ERROR_NOT_SUPPORTED;
+  if (busy.empty() || now - from < 1000000) return NVML_ERROR_NOT_FOUND;
+  if (out == nullptr || *count < busy.size()) {
+    *count = static_cast<unsigned>(busy.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  unsigned i = 0;
+  for (const auto& [pid, ns] : busy) {
+    out[i] = nvmlProcessUtilizationSample_t{};
+    out[i].pid = static_cast<unsigned>(pid);
+    out[i].timeStamp = static_cast<unsigned long long>(now / 1000);
+    out[i].smUtil = static_cast<unsigned>(std::min<int64_t>(100, ns * 100 / (now - from)));
+    ++i;
+  }
+  *count = i;
+  return NVML_SUCCESS;
+}
+
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char* out, unsigned len) {
   FAKE_GPU(dev, "nvmlDeviceGetUUID");
   return copy_text(g->spec.value("uuid", std::string()), out, len);
@@ -195,6 +243,15 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCpuAffinity(nvm
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev,
                                                                                   nvmlUtilization_t* u) {
   FAKE_GPU(dev, "nvmlDeviceGetUtilizationRates");
+  const int64_t now = mlos::fake::monotonic_ns();
+  std::map<int, int64_t> busy;
+  if (mlos::fake::busy_by_pid(static_cast<int>(g - gpus.data()), now - 1000000000, now, &busy)) {
+    int64_t sum = 0;
+    for (const auto& [pid, ns] : busy) sum += ns;
+    u->gpu = static_cast<unsigned>(std::min<int64_t>(100, sum / 10000000));
+    u->memory = u->gpu / 2;
+    return NVML_SUCCESS;
+  }
   if (!g->spec.contains("utilization")) return NVML_ERROR_NOT_SUPPORTED;
   u->gpu = g->spec["utilization"][0].get<unsigned>();
   u->memory = g->spec["utilization"][1].get<unsigned>();

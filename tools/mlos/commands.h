@@ -45,6 +45,8 @@ struct RunOptions {
   std::vector<std::string> policies;
   std::string gpus;          // --gpus N | UUID[,UUID...]; "" = none
   bool shared_gpus = false;  // --shared-gpus
+  std::string gpu_memory;    // --gpu-memory SIZE: the job's device memory cap per GPU
+  int gpu_share = -1;        // --gpu-share PCT: its compute share per GPU; -1 = not given
   std::vector<std::string> command;
 };
 int run_run(const RunOptions& options);

@@ -37,4 +37,16 @@ std::string default_policy_dir() {
   return policy::installed_policy_dir();
 }
 
+std::string gpushare_library() {
+  std::vector<std::string> candidates;
+  if (const std::string dir = own_directory(); !dir.empty()) {
+    candidates.push_back(dir.substr(0, dir.rfind('/')) + "/lib/libmlos-gpushare.so");
+  }
+  candidates.push_back(policy::installed_gpushare_library());
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), R_OK) == 0) return c;
+  }
+  return "";
+}
+
 }  // namespace mlos::cli

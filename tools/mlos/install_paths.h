@@ -23,4 +23,9 @@ std::vector<std::string> policy_host_candidates();
 // when none exists.
 std::string default_policy_dir();
 
+// The GPU sharing interposer (libmlos-gpushare.so): ../lib next to mlos (a
+// build tree), else the install location; "" when neither exists (a build
+// without cuda.h).
+std::string gpushare_library();
+
 }  // namespace mlos::cli

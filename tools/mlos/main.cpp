@@ -115,6 +115,17 @@ int main(int argc, char** argv) {
       ->type_name("N|UUIDS");
   run_cmd->add_flag("--shared-gpus", run.shared_gpus,
                     "Let other shared GPU claims hold CMD's GPUs too (they are never shared with exclusive ones)");
+  run_cmd
+      ->add_option("--gpu-memory", run.gpu_memory,
+                   "Cap the device memory CMD (all its processes) may allocate on each of its GPUs, e.g. 8G: an "
+                   "allocation past it fails as out of memory, and CUDA reports the cap as the GPU's size. Needs "
+                   "--gpus; preloads libmlos-gpushare.so (docs/gpu.md)")
+      ->type_name("SIZE");
+  run_cmd
+      ->add_option("--gpu-share", run.gpu_share,
+                   "CMD's share of each of its GPUs' compute, in percent: enforced by MPS when its control daemon "
+                   "runs, else by delaying kernel launches. Needs --gpus; usually with --shared-gpus")
+      ->type_name("PCT");
   run_cmd->add_flag("--no-thread-env", run.no_thread_env,
                     "Do not set OMP_NUM_THREADS, MKL_NUM_THREADS and the like");
   run_cmd->add_flag("--no-python-hooks", run.no_python_hooks,

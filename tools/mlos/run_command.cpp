@@ -29,6 +29,7 @@
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "policy/policy_catalog.h"
+#include "run_gpu_share.h"
 #include "run_tuning.h"
 
 namespace mlos::cli {
@@ -276,6 +277,11 @@ int run_run(const RunOptions& o) {
     const int all = ((*broker)->allowed_cpus() & (*broker)->topology().all_cpus()).count();
     request->placement.num_cpus = std::max(1, all);
   }
+  auto gpu_share = parse_gpu_share(o.gpu_memory, o.gpu_share, request->placement.gpus.wanted());
+  if (!gpu_share) {
+    report(o, gpu_share.error());
+    return kExitRunFailed;
+  }
   std::vector<std::string> handed;  // policies CMD's jobs get (embedded mode)
   if (!request->policies.empty() && std::string((*broker)->engine()) == "embedded") {
     auto names = hand_policies_to_command(request->policies);
@@ -314,8 +320,19 @@ int run_run(const RunOptions& o) {
                                                       "); only --dry-run can plan on it"));
     return kExitRunFailed;
   }
+  GpuShareSetup share;
+  if (gpu_share->wanted()) {
+    auto prepared = prepare_gpu_share(*gpu_share);
+    if (!prepared) {
+      report(o, prepared.error());
+      return kExitRunFailed;
+    }
+    share = *prepared;
+    request->gpu_share_file = share.share_file;
+  }
   auto grant = (*broker)->acquire(*request);
   if (!grant) {
+    discard_gpu_share(share);
     report(o, grant.error());
     return kExitRunFailed;
   }
@@ -334,6 +351,7 @@ int run_run(const RunOptions& o) {
   }
   if (!s) {
     (void)(*broker)->release(grant->claim_id);
+    discard_gpu_share(share);
     report(o, s.error());
     return kExitRunFailed;
   }
@@ -358,6 +376,9 @@ int run_run(const RunOptions& o) {
   const TuningReport tuning =
       o.no_tune ? skip_run_tuning() : apply_run_tuning(o.command, request->placement.num_cpus);
   if (o.explain && !o.json) std::cerr << tuning.text() << "\n";
+  // After the tuning: the interposer goes first in LD_PRELOAD, before any
+  // allocator the tuning chose.
+  if (gpu_share->wanted()) export_gpu_share(*gpu_share, share);
   if (o.verbose || o.json) {
     auto j = json_envelope("run");
     j["placement"] = placement_json(p, grant->claim_id);
@@ -366,10 +387,15 @@ int run_run(const RunOptions& o) {
     j["policies"] = policies;
     j["command"] = o.command;
     j["tuning"] = tuning.to_json();
+    if (gpu_share->wanted()) {
+      j["gpu_share"] = {{"memory_limit", gpu_share->memory_limit}, {"share_percent", gpu_share->share_percent},
+                        {"mechanism", share.mechanism}, {"share_file", share.share_file}, {"note", share.note}};
+    }
     std::cerr << (o.json ? dump_json(j) : "mlos run: CPUs " + p.cpu_set.to_list() + ", claim " +
                                           std::to_string(grant->claim_id) + " (" + (*broker)->engine() + "), " + threads + " thread(s)" +
                                           (p.gpus.empty() ? "" : ", GPUs " + join_comma_list(p.gpus)) +
-                                          policies_text(policies))
+                                          policies_text(policies) +
+                                          (gpu_share->wanted() ? ", GPU limits: " + gpu_share_text(*gpu_share, share) : ""))
               << "\n";
   }
 
@@ -380,6 +406,7 @@ int run_run(const RunOptions& o) {
   // Only reached if exec failed: the claim is ours to drop.
   const int err = errno;
   (void)(*broker)->release(grant->claim_id);
+  discard_gpu_share(share);
   report(o, make_sys_error(err, "cannot execute \"" + o.command.front() + "\""));
   return err == ENOENT ? kExitNotFound : kExitCannotExec;
 }

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// The real CUDA driver behind the interposer: libcuda.so.1 as the program
+// itself loads it (the same soname search, so a test's fake driver on
+// LD_LIBRARY_PATH is found the same way), and glibc's own dlsym, since the
+// interposer replaces the program's.
+#pragma once
+
+namespace mlos::gpushare {
+
+// glibc's dlsym (the interposer exports its own).
+void* real_dlsym(void* handle, const char* symbol);
+// `name` exactly as libcuda.so.1 exports it (cuMemAlloc_v2, cuLaunchKernel_ptsz);
+// nullptr when the driver cannot be loaded or lacks it.
+void* real_driver_symbol(const char* name);
+// dlsym(RTLD_NEXT, symbol) as seen from the object containing `caller`:
+// the first object loaded after the caller's that defines `symbol`. The
+// program's RTLD_NEXT lookups come here, because glibc would resolve them
+// relative to the interposer (it is the caller of the real dlsym).
+void* next_symbol_after(const void* caller, const char* symbol);
+
+}  // namespace mlos::gpushare
