@@ -37,6 +37,12 @@ if(MLOS_CUDA_INCLUDE_DIR AND MLOS_NVML_INCLUDE_DIR)
                         LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cmake/gpushare.map)
   target_link_options(mlos-gpushare PRIVATE "-Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cmake/gpushare.map"
                                             "-Wl,--no-undefined")
+  # Preloaded into programs built elsewhere (the host's python3 and its
+  # libstdc++): C++'s runtime goes inside, so only glibc (2.34+) is asked of
+  # the host.
+  if(NOT MLOS_SANITIZE)
+    target_link_options(mlos-gpushare PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
   install(TARGETS mlos-gpushare LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/mlos COMPONENT mlos)
 else()
   message(STATUS "cuda.h or nvml.h not found: no GPU sharing interposer")

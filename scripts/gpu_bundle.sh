@@ -22,6 +22,13 @@ ldd "$build"/bin/mlos "$build"/bin/mlosd "$build"/bin/mlos-policyhost |
   awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' | sort -u |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 [[ -e "$out/lib/ld-linux-x86-64.so.2" ]] || { echo "gpu_bundle: no ld-linux-x86-64.so.2 found" >&2; exit 1; }
+# The GPU sharing interposer, preloaded into the host's own programs (its
+# python3): it needs only the host's glibc (2.34+), so it goes apart from
+# the libraries above, which only the bundle's loader may load.
+if [[ -e "$build/lib/libmlos-gpushare.so" ]]; then
+  mkdir -p "$out/preload"
+  strip -o "$out/preload/libmlos-gpushare.so" "$build/lib/libmlos-gpushare.so"
+fi
 size=$(du -sm "$out" | cut -f1)
 echo "gpu_bundle: $out, ${size} MiB ($(ls "$out/lib" | wc -l) libraries)"
 # The device tool carries at most 64 MiB of ignored build output.

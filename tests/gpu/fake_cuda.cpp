@@ -211,6 +211,16 @@ FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
+// The older context call scripts still use (gpu_check.sh's ctypes probes):
+// the device's context, made current.
+FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice dev) {
+  NEED_INIT();
+  if (dev < 0 || dev >= static_cast<int>(gpus.size())) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(dev + 1));
+  current = dev;
+  return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* dev) {
   NEED_INIT();
   if (current < 0) return CUDA_ERROR_INVALID_CONTEXT;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 
 #include "policy/install_defaults.h"
 
@@ -39,6 +40,7 @@ std::string default_policy_dir() {
 
 std::string gpushare_library() {
   std::vector<std::string> candidates;
+  if (const char* env = std::getenv("MLOS_GPUSHARE_LIBRARY"); env != nullptr && *env) return env;
   if (const std::string dir = own_directory(); !dir.empty()) {
     candidates.push_back(dir.substr(0, dir.rfind('/')) + "/lib/libmlos-gpushare.so");
   }

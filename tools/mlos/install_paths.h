@@ -23,8 +23,9 @@ std::vector<std::string> policy_host_candidates();
 // when none exists.
 std::string default_policy_dir();
 
-// The GPU sharing interposer (libmlos-gpushare.so): ../lib next to mlos (a
-// build tree), else the install location; "" when neither exists (a build
+// The GPU sharing interposer (libmlos-gpushare.so): $MLOS_GPUSHARE_LIBRARY
+// when set (a bundle, an unusual install), else ../lib next to mlos (a
+// build tree), else the install location; "" when none exists (a build
 // without cuda.h).
 std::string gpushare_library();
 
