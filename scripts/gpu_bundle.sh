@@ -29,6 +29,12 @@ if [[ -e "$build/lib/libmlos-gpushare.so" ]]; then
   mkdir -p "$out/preload"
   strip -o "$out/preload/libmlos-gpushare.so" "$build/lib/libmlos-gpushare.so"
 fi
+# The Python package (scripts/test_wheel.sh builds it), for the staged
+# collectives check: installed on the host only if its Python matches.
+if compgen -G "build-wheel/dist/*.whl" > /dev/null; then
+  mkdir -p "$out/wheel"
+  cp build-wheel/dist/*.whl "$out/wheel/"
+fi
 size=$(du -sm "$out" | cut -f1)
 echo "gpu_bundle: $out, ${size} MiB ($(ls "$out/lib" | wc -l) libraries)"
 # The device tool carries at most 64 MiB of ignored build output.

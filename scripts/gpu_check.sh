@@ -362,5 +362,46 @@ PY
     [[ "$verdict" == ok ]] && pass sharing-shares "$rest" || fail sharing-shares "$rest $(tail -3 "$work/share.err")"
   done
 fi
+# 6. Collectives on CUDA tensors (staged through pinned host memory): two
+# ranks on the one GPU, through the bundled wheel when the host's Python
+# can install it.
+staged_check() {
+  local wheel
+  wheel=$(ls "$bundle"/wheel/*.whl 2>/dev/null | head -1)
+  if [[ -z "$wheel" ]]; then say "SKIP staged-collectives: no wheel in the bundle"; return; fi
+  if ! python3 -m pip install --quiet --no-deps --target "$work/py" "$wheel" > "$work/pip.err" 2>&1; then
+    say "SKIP staged-collectives: the host's $(python3 --version 2>&1) cannot install $(basename "$wheel")"
+    return
+  fi
+  cat > "$work/staged.py" <<'PY'
+import json, os, sys
+import torch
+from mlos_training.distributed import MLOSProcessGroup
+rank = int(os.environ["RANK"])
+pg = MLOSProcessGroup(rank, 2, timeout=60)
+t = torch.full((1 << 20,), float(rank + 1), device="cuda")
+pg.all_reduce(t)
+pinned_note = pg._staging.notes
+print(json.dumps({"values": [float(t[0]), float(t[-1])], "device": str(t.device), "notes": pinned_note}))
+pg.close()
+PY
+  local a b
+  PYTHONPATH="$work/py" MLOS_STORE="file:$work/staged-store" RANK=0 python3 "$work/staged.py" > "$work/r0.json" 2> "$work/r0.err" &
+  a=$!
+  PYTHONPATH="$work/py" MLOS_STORE="file:$work/staged-store" RANK=1 python3 "$work/staged.py" > "$work/r1.json" 2> "$work/r1.err" &
+  b=$!
+  wait $a $b
+  if python3 - "$work/r0.json" "$work/r1.json" <<'PY'
+import json, sys
+rs = [json.loads((open(f).read().strip().splitlines() or ["{}"])[-1]) for f in sys.argv[1:]]
+sys.exit(0 if all(r.get("values") == [3.0, 3.0] and r.get("device") == "cuda:0" and r.get("notes") == [] for r in rs) else 1)
+PY
+  then
+    pass staged-collectives "all_reduce of CUDA tensors on 2 ranks, through pinned staging: $(cat "$work/r0.json")"
+  else
+    fail staged-collectives "$(cat "$work/r0.json" "$work/r1.json"; tail -3 "$work/r0.err" "$work/r1.err")"
+  fi
+}
+if [[ "$torch_version" == none ]]; then say "SKIP staged-collectives: no PyTorch here"; else staged_check; fi
 say "PENDING nccl: collectives on device buffers across 2+ GPUs (one GPU here)"
 exit $failed

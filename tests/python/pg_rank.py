@@ -8,6 +8,9 @@
                         all-reduce through both must agree
   pg_rank.py loop       all-reduces until one fails; prints ready, then the
                         error's code and time
+  pg_rank.py staged     as ops, every CPU tensor through the staging path
+                        CUDA tensors take (device_staging.py), then one
+                        tensor too big for the first staging pool
 Rank and world size from RANK/WORLD_SIZE."""
 import json
 import os
@@ -77,6 +80,14 @@ def main():
             pg = factory()
         if mode == "ops":
             ops(pg, rank)
+        elif mode == "staged":
+            pg._stage_cpu_tensors = True
+            ops(pg, rank)
+            first = pg._staging._pool.stats()["capacity_bytes"]
+            big = torch.full((24 << 20,), float(rank + 1))  # 96 MiB: more than half of the first pool
+            pg.all_reduce(big)
+            emit(case="staging", first_pool=first, grown_pool=pg._staging._pool.stats()["capacity_bytes"],
+                 big=[float(big[0]), float(big[-1])], notes=pg._staging.notes)
         elif mode == "loop":
             t = torch.ones(1000)
             pg.all_reduce(t)

@@ -74,6 +74,43 @@ def test_every_dtype_and_op_on_torch_tensors(tmp_path, world):
     assert prof["collective_bytes"] > 0
 
 
+def test_the_staging_path_of_cuda_tensors_reduces_exactly_as_the_direct_one(tmp_path):
+    """CUDA tensors go through host staging buffers of a TMM pool
+    (device_staging.py). Without a GPU here, CPU tensors are sent down that
+    same path: every dtype, op and size gives what the direct path gives,
+    and a tensor too big for the first pool gets a larger one."""
+    world = 2
+    procs = [start(tmp_path, r, world, "staged", MLOS_STORE=f"file:{tmp_path / 'store'}") for r in range(world)]
+    outs = results(procs)
+    assert all(o == outs[0] for o in outs), "ranks disagree"
+    cases = [c for c in outs[0] if "dtype" in c]
+    assert len(cases) == 6 * 5 * 4
+    for c in cases:
+        ref = reference(c["op"], c["n"], world)
+        if "int" in c["dtype"] and c["op"] == "AVG":
+            ref = [int(x) for x in ref]
+        rel = {"torch.float16": 2e-3, "torch.bfloat16": 1e-2}.get(c["dtype"], 1e-9)
+        assert c["first"] == pytest.approx(ref[:7], rel=rel), c
+    by_case = {c["case"]: c for c in outs[0] if "case" in c}
+    expect = [sum((r + 1) * (i % 5 + 1) for r in range(world)) for i in range(12)]
+    assert by_case["noncontiguous"]["values"] == pytest.approx([expect[j * 4 + i] for i in range(4) for j in range(3)])
+    st = by_case["staging"]
+    assert st["first_pool"] == 64 << 20 and st["grown_pool"] == 256 << 20, st
+    assert st["big"] == [3.0, 3.0] and st["notes"] == [], st
+
+
+def test_staging_memory_without_cuda_is_unpinned_and_says_so():
+    import torch
+    import mlos_training
+    from mlos_training.device_staging import DeviceStaging
+    staging = DeviceStaging(None, pinned=True)  # no CUDA here: registration is refused
+    t = torch.arange(5, dtype=torch.float32)
+    staging.reduce(t, lambda host: host.mul_(2))
+    assert t.tolist() == [0, 2, 4, 6, 8]
+    assert len(staging.notes) == 1 and "not pinned" in staging.notes[0], staging.notes
+    staging.close()
+
+
 def test_next_to_torch_distributed_in_its_default_store(tmp_path):
     """torch.distributed initialised first (gloo, env://); MLOSProcessGroup
     without MLOS_STORE meets in torch's store and agrees with dist.all_reduce."""
@@ -146,10 +183,8 @@ def test_a_missing_rank_is_a_timeout_and_a_single_rank_group_works(tmp_path, mon
             pg.all_reduce(torch.zeros(2, dtype=torch.complex64))
         assert e.value.code == ERR_INVALID_ARGUMENT
 
-        class FakeCuda:
-            is_cuda = True
-        with pytest.raises(mlos_training.MLOSError) as e:
-            pg.all_reduce(FakeCuda())
-        assert e.value.code == ERR_UNSUPPORTED
+        with pytest.raises(mlos_training.MLOSError) as e:  # neither CPU nor CUDA
+            pg.all_reduce(torch.zeros(2, device="meta"))
+        assert e.value.code == ERR_UNSUPPORTED and "meta" in str(e.value)
         with pytest.raises(mlos_training.MLOSError):
             pg.all_reduce(t, op="XOR")
