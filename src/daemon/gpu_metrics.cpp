@@ -86,7 +86,7 @@ GpuMetrics::GpuMetrics(prometheus::Registry& registry, Source source, JobGpuAcco
                       .Register(registry)),
       job_utilization_(BuildGauge()
                            .Name("mlos_job_gpu_utilization_percent")
-                           .Help("Mean utilization of the GPUs the job holds (the whole GPU's for shared ones)")
+                           .Help("Mean utilization of the GPUs the job holds (its processes' share on shared ones)")
                            .Register(registry)),
       job_loading_(BuildCounter()
                        .Name("mlos_job_gpu_data_loading_seconds_total")

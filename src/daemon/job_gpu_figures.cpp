@@ -13,17 +13,24 @@ void JobGpuAccounting::update(const std::vector<JobSample>& jobs, const gpu::Gpu
   // process or one of its ancestors (a nested job and its envelope alike).
   std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> jobs_of_owner;
   for (const auto& j : jobs) jobs_of_owner[{j.owner.pid, j.owner.start_time}].push_back(j.job_id);
+  // The jobs a GPU process belongs to, by its lineage (asked once per pid).
+  std::map<uint32_t, std::set<uint64_t>> jobs_of_pid;
+  auto jobs_of = [&](uint32_t pid) -> const std::set<uint64_t>& {
+    auto [it, fresh] = jobs_of_pid.try_emplace(pid);
+    if (fresh) {
+      for (const ProcessId& up : lineage(static_cast<int>(pid))) {
+        auto o = jobs_of_owner.find({up.pid, up.start_time});
+        if (o != jobs_of_owner.end()) it->second.insert(o->second.begin(), o->second.end());
+      }
+    }
+    return it->second;
+  };
   std::map<uint64_t, uint64_t> memory;
   std::set<uint64_t> with_figure;
   for (const auto& g : gpus.gpus) {
     if (!g.processes) continue;
     for (const auto& p : *g.processes) {
-      std::set<uint64_t> owners;
-      for (const ProcessId& up : lineage(static_cast<int>(p.pid))) {
-        auto it = jobs_of_owner.find({up.pid, up.start_time});
-        if (it != jobs_of_owner.end()) owners.insert(it->second.begin(), it->second.end());
-      }
-      for (uint64_t job : owners) {
+      for (uint64_t job : jobs_of(p.pid)) {
         if (!p.used_bytes) continue;
         memory[job] += *p.used_bytes;
         with_figure.insert(job);
@@ -39,9 +46,22 @@ void JobGpuAccounting::update(const std::vector<JobSample>& jobs, const gpu::Gpu
     size_t known = 0;
     for (const auto& uuid : j.gpus) {
       auto g = std::find_if(gpus.gpus.begin(), gpus.gpus.end(), [&](const gpu::GpuDevice& d) { return d.uuid == uuid; });
-      if (g == gpus.gpus.end() || !g->utilization_percent) continue;
-      sum += *g->utilization_percent;
-      idle = idle && *g->utilization_percent < kIdlePercent;
+      if (g == gpus.gpus.end()) continue;
+      // A shared GPU: the job's own processes' share where NVML gives it
+      // per process; an exclusive one (or no per-process figures): the GPU's.
+      std::optional<double> u;
+      if (!j.gpus_exclusive && g->process_sm_percent) {
+        double mine = 0;
+        for (const auto& [pid, percent] : *g->process_sm_percent) {
+          if (jobs_of(pid).count(j.job_id)) mine += percent;
+        }
+        u = std::min(100.0, mine);
+      } else if (g->utilization_percent) {
+        u = *g->utilization_percent;
+      }
+      if (!u) continue;
+      sum += *u;
+      idle = idle && *u < kIdlePercent;
       ++known;
     }
     // Only when every GPU it holds has a figure: a stall is "all idle".

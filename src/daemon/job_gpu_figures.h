@@ -24,9 +24,10 @@ struct JobGpuFigures {
   // below it), on any GPU; nullopt when NVML gave no figure for any of them
   // (no permission, MIG) or no process of the job uses a GPU.
   std::optional<uint64_t> memory_bytes;
-  // The mean utilization of the GPUs it holds, as NVML reports each GPU:
-  // exactly the job's for exclusive claims, the whole GPU's for shared ones;
-  // nullopt without GPUs or figures.
+  // The mean utilization of the GPUs it holds: for an exclusive claim the
+  // GPU's, for a shared one the summed SM share of the job's processes
+  // (nvmlDeviceGetProcessUtilization), else the whole GPU's; nullopt
+  // without GPUs or figures.
   std::optional<double> utilization_percent;
   // Totals over readings: time in DATA_LOADING with its GPUs' utilization
   // known, and the part of it with every one of its GPUs below kIdlePercent.

@@ -170,6 +170,41 @@ void read_figures(const NvmlLibrary& nvml, nvmlDevice_t dev, GpuDevice& g) {
   g.notes.push_back("processes: the list kept growing while it was read");
 }
 
+// Each process's SM utilization, averaged over the samples NVML buffers
+// (lastSeenTimeStamp 0: all of them, the last seconds).
+void read_process_utilization(const NvmlLibrary& nvml, nvmlDevice_t dev, GpuDevice& g) {
+  const NvmlFunctions& f = nvml.fn();
+  if (f.process_utilization == nullptr) {
+    g.notes.push_back("process_utilization: this NVML lacks nvmlDeviceGetProcessUtilization");
+    return;
+  }
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    unsigned count = static_cast<unsigned>(samples.size());
+    const nvmlReturn_t r = f.process_utilization(dev, samples.empty() ? nullptr : samples.data(), &count, 0);
+    if (r == NVML_ERROR_NOT_FOUND) {  // no samples: nothing ran lately
+      g.process_sm_percent.emplace();
+      return;
+    }
+    if (r == NVML_SUCCESS) {
+      std::map<uint32_t, std::pair<double, int>> acc;
+      for (unsigned i = 0; i < count && i < samples.size(); ++i) {
+        acc[samples[i].pid].first += samples[i].smUtil;
+        acc[samples[i].pid].second += 1;
+      }
+      auto& out = g.process_sm_percent.emplace();
+      for (const auto& [pid, a] : acc) out[pid] = a.first / a.second;
+      return;
+    }
+    if (r != NVML_ERROR_INSUFFICIENT_SIZE) {
+      g.notes.push_back("process_utilization: " + nvml.describe("nvmlDeviceGetProcessUtilization", r));
+      return;
+    }
+    samples.assign(count + 16, nvmlProcessUtilizationSample_t{});
+  }
+  g.notes.push_back("process_utilization: the samples kept growing while they were read");
+}
+
 }  // namespace
 
 GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysfs_pci_devices) {
@@ -215,6 +250,7 @@ GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysf
     g.pci_busid = kernel_busid(pci);
     read_locality(nvml, dev, sysfs_pci_devices, g);
     read_figures(nvml, dev, g);
+    read_process_utilization(nvml, dev, g);
     inv.gpus.push_back(std::move(g));
   }
   if (inv.gpus.empty()) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct GpuDevice {
   std::optional<unsigned> temperature_celsius;
   std::optional<uint64_t> clock_event_reasons;  // nvmlClocksEventReason bits
   std::optional<std::vector<GpuProcess>> processes;  // running compute processes
+  // pid -> mean SM utilization (percent) over NVML's buffered samples
+  // (nvmlDeviceGetProcessUtilization); empty map: no process ran lately;
+  // nullopt: NVML cannot say.
+  std::optional<std::map<uint32_t, double>> process_sm_percent;
   // "figure: why" for each figure left unknown, and any disagreement
   // between NVML and sysfs about where the GPU is.
   std::vector<std::string> notes;

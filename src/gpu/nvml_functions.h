@@ -36,6 +36,10 @@ struct NvmlFunctions {
   // ...ClocksThrottleReasons (the same bits).
   nvmlReturn_t (*clock_event_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned int*) = nullptr;  // nvmlDeviceGetPowerUsage (mW)
+  // nvmlDeviceGetProcessUtilization: each process's SM share in NVML's
+  // recent samples (what a shared GPU's jobs are told apart by).
+  nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                                      unsigned long long) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*) = nullptr;  // nvmlDeviceGetTemperature
 };
 

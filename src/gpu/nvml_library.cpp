@@ -84,6 +84,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open() {
   resolve(h, f.clock_event_reasons,
           {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   resolve(h, f.power_usage, {"nvmlDeviceGetPowerUsage"});
+  resolve(h, f.process_utilization, {"nvmlDeviceGetProcessUtilization"});
   resolve(h, f.temperature, {"nvmlDeviceGetTemperature"});
   if (!missing.empty()) {
     f.shutdown = nullptr;  // never initialised: the destructor must not shut it down

@@ -13,6 +13,7 @@
 //              "utilization": [gpu %, memory %], "power_mw": N,
 //              "temperature": C, "clock_event_reasons": bits,
 //              "processes": [{"pid": N, "used": bytes or null}],
+//              "process_utilization": [{"pid": N, "sm": percent}],
 //              "utilization" is replaced, when $MLOS_FAKE_GPU_CLOCK names the
 //              timeline the fake CUDA driver runs kernels on
 //              (fake_gpu_clock.h), by that GPU's busy share over the
@@ -162,15 +163,23 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByUUID(co
 }
 
 // Each process's share of the GPU's busy time since `since_us` (at most the
-// last second), from the simulated timeline: NOT_FOUND when no process ran,
-// as NVML answers without samples; NOT_SUPPORTED without a timeline.
+// last second), from the simulated timeline; without one, the spec's
+// "process_utilization": [{"pid": N, "sm": percent}]. NOT_FOUND when no
+// process ran, as NVML answers without samples.
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetProcessUtilization(
     nvmlDevice_t dev, nvmlProcessUtilizationSample_t* out, unsigned* count, unsigned long long since_us) {
   FAKE_GPU(dev, "nvmlDeviceGetProcessUtilization");
-  const int64_t now = mlos::fake::monotonic_ns();
+  int64_t now = mlos::fake::monotonic_ns();
   const int64_t from = std::max<int64_t>(now - 1000000000, static_cast<int64_t>(since_us) * 1000);
   std::map<int, int64_t> busy;
-  if (!mlos::fake::busy_by_pid(static_cast<int>(g - gpus.data()), from, now, &busy)) return NVML_ERROR_NOT_SUPPORTED;
+  if (!mlos::fake::busy_by_pid(static_cast<int>(g - gpus.data()), from, now, &busy)) {
+    // No timeline: the spec's figures, as shares of a one-second window.
+    for (const auto& p : g->spec.value("process_utilization", json::array())) {
+      busy[p["pid"].get<int>()] = p["sm"].get<int64_t>() * 10000000;
+    }
+    if (busy.empty()) return NVML_ERROR_NOT_FOUND;
+    now = from + 1000000000;
+  }
   if (busy.empty() || now - from < 1000000) return NVML_ERROR_NOT_FOUND;
   if (out == nullptr || *count < busy.size()) {
     *count = static_cast<unsigned>(busy.size());

@@ -96,6 +96,32 @@ TEST(JobGpuAccountingTest, ProcessesBelongToTheJobsAboveThemAndStallsNeedDataLoa
   EXPECT_EQ(a.figures().size(), 1u);
 }
 
+TEST(JobGpuAccountingTest, JobsSharingAGpuGetTheirOwnProcessesShare) {
+  JobGpuAccounting a;
+  gpu::GpuInventory inv;
+  inv.gpus = {device("GPU-a", 0, 80, {})};
+  inv.gpus[0].process_sm_percent = std::map<uint32_t, double>{{102, 30}, {200, 50}};
+  std::vector<JobSample> jobs{job(1, 100, {"GPU-a"}, MLOS_TRAINING_PHASE_DATA_LOADING),
+                              job(2, 200, {"GPU-a"}, MLOS_TRAINING_PHASE_DATA_LOADING),
+                              job(3, 999, {"GPU-a"}, MLOS_TRAINING_PHASE_DATA_LOADING)};
+  a.update(jobs, inv, 0, lineage);
+  a.update(jobs, inv, 1.0, lineage);
+  auto f = a.figures();
+  EXPECT_DOUBLE_EQ(*f[1].utilization_percent, 30);  // pid 102, below its owner 100
+  EXPECT_DOUBLE_EQ(*f[2].utilization_percent, 50);
+  EXPECT_DOUBLE_EQ(*f[3].utilization_percent, 0);  // none of its processes ran: stalled
+  EXPECT_DOUBLE_EQ(f[3].data_stall_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(f[1].data_stall_seconds, 0);  // the GPU is busy with its own work
+  // An exclusive claim is the GPU's; so is a shared one without
+  // per-process figures.
+  jobs[0].gpus_exclusive = true;
+  a.update(jobs, inv, 1.0, lineage);
+  EXPECT_DOUBLE_EQ(*a.figures().at(1).utilization_percent, 80);
+  inv.gpus[0].process_sm_percent.reset();
+  a.update(jobs, inv, 1.0, lineage);
+  EXPECT_DOUBLE_EQ(*a.figures().at(2).utilization_percent, 80);
+}
+
 std::string text(prometheus::Registry& r) {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, r.Collect());
