@@ -207,7 +207,7 @@ void read_process_utilization(const NvmlLibrary& nvml, nvmlDevice_t dev, GpuDevi
 
 }  // namespace
 
-GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysfs_pci_devices) {
+GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysfs_pci_devices, bool locality) {
   const NvmlFunctions& f = nvml.fn();
   GpuInventory inv;
   inv.driver_version = nvml.driver_version();
@@ -248,7 +248,7 @@ GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysf
     g.memory_used = mem.used;
     g.memory_free = mem.free;
     g.pci_busid = kernel_busid(pci);
-    read_locality(nvml, dev, sysfs_pci_devices, g);
+    if (locality) read_locality(nvml, dev, sysfs_pci_devices, g);
     read_figures(nvml, dev, g);
     read_process_utilization(nvml, dev, g);
     inv.gpus.push_back(std::move(g));

@@ -69,8 +69,11 @@ struct GpuInventory {
 };
 
 // Every GPU `nvml` lists. `sysfs_pci_devices` is where the kernel's PCI
-// devices are (a fixture directory in tests).
-GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysfs_pci_devices = "/sys/bus/pci/devices");
+// devices are (a fixture directory in tests). With `locality` false, where
+// each GPU is attached (NUMA node, CPUs: sysfs and NVML's affinity) is not
+// read: what does not change between mlosd's metrics updates.
+GpuInventory read_gpu_inventory(const NvmlLibrary& nvml, const std::string& sysfs_pci_devices = "/sys/bus/pci/devices",
+                                bool locality = true);
 
 // NvmlLibrary::open, then read_gpu_inventory; without NVML, an empty
 // inventory whose absent_reason says why. Never fails.

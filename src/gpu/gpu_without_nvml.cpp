@@ -25,7 +25,8 @@ std::string NvmlLibrary::describe(const char* call, int nvml_return) const {
   return std::string(call) + ": NVML error " + std::to_string(nvml_return);
 }
 
-GpuInventory read_gpu_inventory(const NvmlLibrary& /*nvml*/, const std::string& /*sysfs_pci_devices*/) {
+GpuInventory read_gpu_inventory(const NvmlLibrary& /*nvml*/, const std::string& /*sysfs_pci_devices*/,
+                                bool /*locality*/) {
   GpuInventory inv;
   inv.absent_reason = kWhy;
   return inv;

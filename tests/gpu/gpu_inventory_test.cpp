@@ -106,6 +106,22 @@ TEST_F(GpuInventoryTest, EveryFigureOfEveryGpuWithItsNumaNodeFromSysfs) {
   EXPECT_EQ(inv.gpus[1].cpu_affinity.to_list(), "16-31");
 }
 
+TEST_F(GpuInventoryTest, FiguresWithoutLocalityReadNoSysfsAndGiveEachProcesssShare) {
+  json gpu = h200("GPU-c", 0x3b, "0-15");
+  gpu["process_utilization"] = {{{"pid", 4242}, {"sm", 35}}, {{"pid", 77}, {"sm", 5}}};
+  serve({{"gpus", {gpu}}});
+  sysfs_device("0000:3b:00.0", "0", "0-15");
+  auto lib = NvmlLibrary::open();
+  ASSERT_TRUE(lib) << lib.error().describe();
+  const GpuInventory inv = read_gpu_inventory(**lib, sysfs(), /*locality=*/false);
+  ASSERT_EQ(inv.gpus.size(), 1u);
+  EXPECT_EQ(inv.gpus[0].numa_node, -1) << "not read: what mlosd's metrics updates skip";
+  EXPECT_TRUE(inv.gpus[0].cpu_affinity.empty());
+  EXPECT_EQ(inv.gpus[0].utilization_percent, std::optional<unsigned>(37));
+  ASSERT_TRUE(inv.gpus[0].process_sm_percent.has_value());
+  EXPECT_EQ(*inv.gpus[0].process_sm_percent, (std::map<uint32_t, double>{{77, 5}, {4242, 35}}));
+}
+
 TEST_F(GpuInventoryTest, FiguresNvmlRefusesAreUnknownWithTheReasonAndTheGpuStays) {
   json gpu = h200("GPU-b", 0x3b, "0-15");
   gpu["errors"] = {{"nvmlDeviceGetPowerUsage", 4},                 // NO_PERMISSION

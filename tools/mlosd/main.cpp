@@ -532,7 +532,8 @@ int main(int argc, char** argv) {
   if (auto nvml = mlos::gpu::NvmlLibrary::open()) {
     std::shared_ptr<mlos::gpu::NvmlLibrary> lib(std::move(*nvml));
     server.set_gpu_metrics(std::make_shared<d::GpuMetrics>(
-        *metrics.registry(), [lib] { return mlos::gpu::read_gpu_inventory(*lib); },
+        // The figures only: where each GPU sits was read at start-up.
+        *metrics.registry(), [lib] { return mlos::gpu::read_gpu_inventory(*lib, "/sys/bus/pci/devices", false); },
         [](int pid) { return os::lineage(pid); },
         [] { return static_cast<double>(monotonic_ns()) / 1e9; }));
   }
