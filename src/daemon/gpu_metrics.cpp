@@ -129,7 +129,11 @@ void GpuMetrics::update(const std::vector<JobSample>& samples) {
   for (const auto& j : samples) {
     if (j.gpu_share_file.empty()) continue;
     JobGpuFigures& f = figures[j.job_id];
-    f.share = share_reader_(j.gpu_share_file, j.uid, &f.share_note);
+    // Through the owner's root: the file is where the job sees it, which
+    // mlosd's own view may hide (systemd's PrivateTmp, ProtectHome).
+    const std::string path =
+        j.owner.pid > 0 ? "/proc/" + std::to_string(j.owner.pid) + "/root" + j.gpu_share_file : j.gpu_share_file;
+    f.share = share_reader_(path, j.uid, &f.share_note);
   }
   update_node(inv);
   update_jobs(samples, figures);

@@ -15,7 +15,8 @@
 //
 // Programs reach the driver three ways, and all three end here: linked
 // calls (LD_PRELOAD puts these definitions first), dlsym on libcuda's
-// handle (this library's dlsym), and cuGetProcAddress, through which the
+// handle (this library's dlsym, a trampoline into glibc's for everything
+// else), and cuGetProcAddress, through which the
 // CUDA runtime, and so PyTorch, gets every entry point (its result is
 // swapped for the hook when it is a function hooked here).
 //
@@ -34,6 +35,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -191,23 +193,49 @@ class Interposer {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
 
+  // Books an allocation the driver made. An entry already under `key` was
+  // freed some way the hooks did not see: its bytes leave the job's use.
   void record(uint64_t key, uint64_t bytes, int entry, bool handle) {
-    std::lock_guard<std::mutex> lock(mu_);
-    (handle ? handles_ : pointers_)[key] = Allocation{bytes, entry};
+    std::optional<Allocation> stale;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto [it, fresh] = (handle ? handles_ : pointers_).try_emplace(key, Allocation{bytes, entry});
+      if (!fresh) {
+        stale = it->second;
+        it->second = Allocation{bytes, entry};
+      }
+    }
+    if (stale && share_) share_->release(stale->device, stale->bytes);
   }
 
-  // Forgets an allocation that was freed; its bytes leave the job's use.
-  void forget(uint64_t key, bool handle) {
-    Allocation a{0, -1};
+  // Adds `extra` bytes, already reserved, to a booked allocation.
+  void grow(uint64_t key, uint64_t extra) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = pointers_.find(key); it != pointers_.end()) it->second.bytes += extra;
+  }
+
+  // Frees through `free_fn`: the entry leaves the books before the driver
+  // frees (another thread may get the same address at once and book it),
+  // and comes back if the driver refuses.
+  template <typename Free>
+  CUresult release(uint64_t key, bool handle, Free free_fn) {
+    std::optional<Allocation> a;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& map = handle ? handles_ : pointers_;
-      auto it = map.find(key);
-      if (it == map.end()) return;
-      a = it->second;
-      map.erase(it);
+      if (auto it = map.find(key); it != map.end()) {
+        a = it->second;
+        map.erase(it);
+      }
     }
-    if (share_) share_->release(a.device, a.bytes);
+    const CUresult r = free_fn();
+    if (!a) return r;
+    if (r != CUDA_SUCCESS) {
+      record(key, a->bytes, a->device, handle);
+    } else if (share_) {
+      share_->release(a->device, a->bytes);
+    }
+    return r;
   }
 
   // Before a launch: counts it, and waits for the compute share.
@@ -380,33 +408,26 @@ MLOS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t
   const uint64_t padding = static_cast<uint64_t>(*pitch - width) * height;
   const int entry = s.current_entry();
   if (s.reserve(entry, padding) != CUDA_SUCCESS) {
-    (void)REAL(cuMemFree_v2, *dptr);
-    s.forget(*dptr, false);
+    (void)s.release(*dptr, false, [&] { return REAL(cuMemFree_v2, *dptr); });
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  s.record(*dptr, at_least + padding, entry, false);  // both parts are now charged
+  s.grow(*dptr, padding);  // both parts are now charged
   return r;
 }
 
 MLOS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  const CUresult r = REAL(cuMemFree_v2, dptr);
-  if (r == CUDA_SUCCESS) state().forget(dptr, false);
-  return r;
+  return state().release(dptr, false, [&] { return REAL(cuMemFree_v2, dptr); });
 }
 
 // Stream-ordered frees leave the job's use when called, not when the
 // stream reaches them: the cap is on what the program holds.
 MLOS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
-  const CUresult r = REAL(cuMemFreeAsync, dptr, stream);
-  if (r == CUDA_SUCCESS) state().forget(dptr, false);
-  return r;
+  return state().release(dptr, false, [&] { return REAL(cuMemFreeAsync, dptr, stream); });
 }
 
 extern "C" CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
 MLOS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
-  const CUresult r = REAL(cuMemFreeAsync_ptsz, dptr, stream);
-  if (r == CUDA_SUCCESS) state().forget(dptr, false);
-  return r;
+  return state().release(dptr, false, [&] { return REAL(cuMemFreeAsync_ptsz, dptr, stream); });
 }
 
 // Virtual memory management (PyTorch's expandable segments): physical
@@ -430,9 +451,7 @@ MLOS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t by
 }
 
 MLOS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  const CUresult r = REAL(cuMemRelease, handle);
-  if (r == CUDA_SUCCESS) state().forget(handle, true);
-  return r;
+  return state().release(handle, true, [&] { return REAL(cuMemRelease, handle); });
 }
 
 // The cap is the GPU's size as the job sees it; free is what the cap
@@ -562,7 +581,9 @@ void* substitute(void* found, const char* symbol, int cuda_version, cuuint64_t f
     if (resolved(h) == found) return h.hook;
   }
   // Drivers may answer with internal entry points rather than the exported
-  // ones: match by name, and call exactly what the driver answered.
+  // ones: match by name. The hook then calls the driver's exported function
+  // of that name (resolved already), which the driver answers for the same
+  // name and version; the answered pointer is kept only when none was.
   if (Hook* h = hook_named(exported_name(symbol, cuda_version, flags).c_str())) {
     void* expected = nullptr;
     h->real.compare_exchange_strong(expected, found);
@@ -593,20 +614,67 @@ MLOS_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cud
   return r;
 }
 
-// dlsym: lookups of hooked names get the hook (the real function is then
-// the one the handle had); everything else is glibc's answer, with
-// RTLD_NEXT resolved from the caller's object as glibc would have.
-MLOS_EXPORT void* dlsym(void* handle, const char* symbol) {
-  if (symbol[0] == 'c' && symbol[1] == 'u') {  // glibc declares symbol nonnull
-    if (mlos::gpushare::Hook* h = mlos::gpushare::hook_named(symbol)) {
-      void* real = handle == RTLD_NEXT ? mlos::gpushare::next_symbol_after(__builtin_return_address(0), symbol)
-                                       : mlos::gpushare::real_dlsym(handle, symbol);
-      if (real == nullptr || real == h->hook) return real;
-      void* expected = nullptr;
-      h->real.compare_exchange_strong(expected, real);
-      return h->hook;
-    }
-  }
-  if (handle == RTLD_NEXT) return mlos::gpushare::next_symbol_after(__builtin_return_address(0), symbol);
-  return mlos::gpushare::real_dlsym(handle, symbol);
+// dlsym. Lookups of hooked names get the hook (the handle's own function
+// becomes the real one when the handle is the driver's). Every other
+// lookup must be glibc's exactly, and glibc's answer depends on who calls
+// (RTLD_NEXT is "after the caller's object", RTLD_DEFAULT searches the
+// caller's scope): so dlsym is a trampoline that asks the hook table and
+// otherwise jumps to glibc's dlsym with the program's return address still
+// on the stack, as if the program had called glibc directly.
+extern "C" {
+__attribute__((visibility("hidden"))) void* mlos_gpushare_glibc_dlsym = nullptr;
 }
+
+extern "C" __attribute__((visibility("hidden"))) void* mlos_gpushare_hooked_symbol(void* handle, const char* symbol) {
+  if (mlos_gpushare_glibc_dlsym == nullptr) {
+    mlos_gpushare_glibc_dlsym = mlos::gpushare::glibc_dlsym_address();
+  }
+  if (symbol == nullptr || symbol[0] != 'c' || symbol[1] != 'u') return nullptr;
+  mlos::gpushare::Hook* h = mlos::gpushare::hook_named(symbol);
+  if (h == nullptr) return nullptr;
+  // RTLD_DEFAULT and RTLD_NEXT find this library's export first (it is
+  // preloaded): the hook; its real function is libcuda's, by name.
+  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT) return h->hook;
+  void* real = mlos::gpushare::real_dlsym(handle, symbol);
+  if (real == nullptr) return nullptr;  // glibc answers: NULL, with dlerror()
+  if (real != h->hook) {
+    void* expected = nullptr;
+    h->real.compare_exchange_strong(expected, real);
+  }
+  return h->hook;
+}
+
+#if defined(__x86_64__)
+// rdi, rsi: the arguments, kept across the call; the stack is realigned
+// to 16 bytes for it. A null answer jumps to glibc (a tail call: glibc's
+// return goes straight back to the program).
+asm(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+dlsym:
+  .cfi_startproc
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call mlos_gpushare_hooked_symbol
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  testq %rax, %rax
+  jz 1f
+  ret
+1:
+  jmp *mlos_gpushare_glibc_dlsym(%rip)
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+#else
+#error "libmlos-gpushare.so's dlsym trampoline is written for x86-64"
+#endif

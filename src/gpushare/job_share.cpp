@@ -116,6 +116,12 @@ bool JobShare::take_slot(std::string* why) {
   const uint64_t start = process_start_time(pid);
   lock();
   int free_slot = -1;
+  // A slot of this very process (same pid and start time) was its image
+  // before an exec(): the driver freed what that image held, so the slot
+  // starts over rather than counting it forever.
+  for (int i = 0; i < kMaxShareProcesses && free_slot < 0; ++i) {
+    if (map_->slots[i].pid == pid && map_->slots[i].start_time == start) free_slot = i;
+  }
   for (int pass = 0; pass < 2 && free_slot < 0; ++pass) {
     if (pass == 1) reclaim_dead_slots();
     for (int i = 0; i < kMaxShareProcesses; ++i) {
@@ -142,8 +148,23 @@ bool JobShare::take_slot(std::string* why) {
 
 void JobShare::reattach_after_fork() {
   slot_ = -1;
-  std::string ignored;
-  (void)take_slot(&ignored);
+  slot_wanted_ = true;  // taken on the child's first allocation or launch
+  if (!file_backed_) {
+    // Private books are the child's own copy: the lock may have been held
+    // by a parent thread that does not exist here, and nothing the parent
+    // allocated is the child's (CUDA state does not survive fork()).
+    pthread_mutex_init(&map_->lock, nullptr);
+    std::memset(map_->slots, 0, sizeof map_->slots);
+  }
+}
+
+bool JobShare::ensure_slot() {
+  if (slot_ >= 0) return true;
+  if (!slot_wanted_) return false;
+  slot_wanted_ = false;
+  std::string why;
+  if (!take_slot(&why)) why_ = why;
+  return slot_ >= 0;
 }
 
 ShareLimits JobShare::limits() const {
@@ -180,7 +201,8 @@ uint64_t JobShare::job_used(int device) {
 }
 
 bool JobShare::reserve(int device, uint64_t bytes) {
-  if (device < 0 || device >= kMaxShareDevices || slot_ < 0) return true;
+  if (device < 0 || device >= kMaxShareDevices) return true;
+  if (!ensure_slot()) return false;  // every slot held: the cap cannot be kept, so nothing is allocated
   const uint64_t limit = map_->header.memory_limit;
   lock();
   bool ok = true;
@@ -223,11 +245,11 @@ std::vector<int> JobShare::job_pids() {
 }
 
 void JobShare::count_launch() {
-  if (slot_ >= 0) __atomic_add_fetch(&map_->slots[slot_].launches, 1, __ATOMIC_RELAXED);
+  if (ensure_slot()) __atomic_add_fetch(&map_->slots[slot_].launches, 1, __ATOMIC_RELAXED);
 }
 
 void JobShare::add_throttled_ns(uint64_t ns) {
-  if (slot_ >= 0) __atomic_add_fetch(&map_->slots[slot_].throttled_ns, ns, __ATOMIC_RELAXED);
+  if (ensure_slot()) __atomic_add_fetch(&map_->slots[slot_].throttled_ns, ns, __ATOMIC_RELAXED);
 }
 
 void JobShare::set_mechanism(const std::string& mechanism, const std::string& utilization_source) {

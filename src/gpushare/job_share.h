@@ -44,13 +44,17 @@ class JobShare {
   void count_launch();
   void add_throttled_ns(uint64_t ns);
   void set_mechanism(const std::string& mechanism, const std::string& utilization_source);
-  // In a child after fork(): the slot is the parent's; take one of our own.
+  // In a child after fork(): the slot is the parent's. The child takes one
+  // of its own on its first allocation or launch, so forked workers that
+  // never use CUDA (a DataLoader's) hold none.
   void reattach_after_fork();
   const std::string& why() const { return why_; }
 
  private:
   JobShare() = default;
   bool take_slot(std::string* why);
+  // Takes the slot a forked child put off; false when it has none.
+  bool ensure_slot();
   void lock();
   void unlock();
   // Frees the slots of processes that have exited (they cannot free their
@@ -60,6 +64,7 @@ class JobShare {
   ShareFileLayout* map_ = nullptr;
   bool file_backed_ = false;
   int slot_ = -1;
+  bool slot_wanted_ = false;
   std::string why_;
 };
 

@@ -12,10 +12,7 @@ void* real_dlsym(void* handle, const char* symbol);
 // `name` exactly as libcuda.so.1 exports it (cuMemAlloc_v2, cuLaunchKernel_ptsz);
 // nullptr when the driver cannot be loaded or lacks it.
 void* real_driver_symbol(const char* name);
-// dlsym(RTLD_NEXT, symbol) as seen from the object containing `caller`:
-// the first object loaded after the caller's that defines `symbol`. The
-// program's RTLD_NEXT lookups come here, because glibc would resolve them
-// relative to the interposer (it is the caller of the real dlsym).
-void* next_symbol_after(const void* caller, const char* symbol);
+// glibc's dlsym's address (what the interposer's dlsym trampoline jumps to).
+void* glibc_dlsym_address();
 
 }  // namespace mlos::gpushare

@@ -63,25 +63,38 @@ std::string create_share_file(const std::string& path, const ShareLimits& limits
 
 std::optional<ShareFileView> read_share_file(const std::string& path, std::string* why,
                                              bool (*alive)(int pid, uint64_t start_time), int owner_uid) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    *why = errno_text("cannot open " + path, errno);
+  // mlosd reads as root a path a client named. O_PATH opens nothing (a
+  // terminal or FIFO named here is never opened, so never becomes mlosd's
+  // controlling terminal nor blocks it); only a regular file of the
+  // layout's size, owned by the job's user, is then opened for reading.
+  // Whatever else the path names gets one answer, so the reply tells a
+  // user nothing of files that are not theirs.
+  const std::string refused = path + ": not a GPU share file of the job's user";
+  const int probe = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (probe < 0) {
+    *why = errno == ENOENT ? path + ": no such file" : refused;
     return std::nullopt;
   }
   struct stat st {};
   auto layout = std::make_unique<ShareFileLayout>();
+  const bool fits = fstat(probe, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st.st_size == static_cast<off_t>(sizeof *layout) &&
+                    (owner_uid < 0 || st.st_uid == static_cast<uid_t>(owner_uid));
+  int fd = -1;
+  if (fits) {
+    const std::string self = "/proc/self/fd/" + std::to_string(probe);
+    fd = open(self.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  }
+  close(probe);
   ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == static_cast<off_t>(sizeof *layout)) {
-    if (owner_uid >= 0 && st.st_uid != static_cast<uid_t>(owner_uid)) {
-      close(fd);
-      *why = path + ": belongs to uid " + std::to_string(st.st_uid) + ", not the job's user; not read";
-      return std::nullopt;
-    }
+  struct stat again {};
+  // The same file as checked (the reopen goes through the descriptor).
+  if (fd >= 0 && fstat(fd, &again) == 0 && again.st_ino == st.st_ino && again.st_dev == st.st_dev) {
     n = pread(fd, layout.get(), sizeof *layout, 0);
   }
-  close(fd);
+  if (fd >= 0) close(fd);
   if (n != static_cast<ssize_t>(sizeof *layout)) {
-    *why = path + ": not a GPU share file (not a regular file of " + std::to_string(sizeof *layout) + " bytes)";
+    *why = refused;
     return std::nullopt;
   }
   const ShareHeader& h = layout->header;

@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
@@ -22,6 +24,26 @@ struct UtilizationWatch::Functions {
                                       unsigned long long) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
 };
+
+namespace {
+
+// /proc/self/status's NSpid line lists one pid per nested pid namespace.
+bool in_child_pid_namespace() {
+  std::FILE* f = std::fopen("/proc/self/status", "re");
+  if (f == nullptr) return false;
+  char line[256];
+  bool nested = false;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "NSpid:", 6) != 0) continue;
+    int fields = 0;
+    for (char* tok = std::strtok(line + 6, " \t\n"); tok != nullptr; tok = std::strtok(nullptr, " \t\n")) ++fields;
+    nested = fields > 1;
+  }
+  std::fclose(f);
+  return nested;
+}
+
+}  // namespace
 
 UtilizationWatch::UtilizationWatch() : fn_(new Functions) {
   const char* path = std::getenv("MLOS_NVML_LIBRARY");
@@ -46,6 +68,12 @@ UtilizationWatch::UtilizationWatch() : fn_(new Functions) {
   }
   ok_ = true;
   source_ = fn_->process_utilization != nullptr ? "nvml-process" : "nvml-device";
+  if (in_child_pid_namespace()) {
+    // NVML names processes by the host's pids, which this process cannot
+    // match with its own: the whole GPU's figure instead.
+    fn_->process_utilization = nullptr;
+    source_ = "nvml-device (pid namespace)";
+  }
 }
 
 UtilizationWatch::~UtilizationWatch() {

@@ -2,7 +2,9 @@
 // The job's share of a GPU, from NVML: the summed SM utilization of the
 // job's processes (nvmlDeviceGetProcessUtilization), else the whole GPU's
 // utilization (nvmlDeviceGetUtilizationRates: every process on it counts,
-// so a job sharing the GPU is throttled harder than its share). NVML is
+// so a job sharing the GPU is throttled harder than its share), which is
+// also what a process in a child pid namespace (a container) uses: NVML's
+// pids are the host's. NVML is
 // loaded with dlopen ($MLOS_NVML_LIBRARY, else libnvidia-ml.so.1), on the
 // watcher thread, never on a launch.
 #pragma once
@@ -23,7 +25,8 @@ class UtilizationWatch {
   UtilizationWatch& operator=(const UtilizationWatch&) = delete;
 
   bool ok() const { return ok_; }
-  // "nvml-process", "nvml-device", or "none: <why>".
+  // "nvml-process", "nvml-device", "nvml-device (pid namespace)", or
+  // "none: <why>".
   const std::string& source() const { return source_; }
   // The busy fraction (0..1) of the GPU `uuid` due to `pids` since the
   // previous call for that GPU; nullopt when NVML has no new sample.

@@ -112,6 +112,15 @@ def test_the_cap_is_the_jobs_across_its_processes(mlos, gpus, tmp_path):
     assert [x["result"] for x in ops(r.stdout)] == [OOM, 0], mlos.describe(r)
 
 
+def test_other_lookups_are_glibcs_own(mlos, gpus):
+    """The interposer's dlsym answers every name it does not hook as glibc
+    would for the program: RTLD_NEXT from the program's object, a missing
+    symbol NULL with dlerror() set."""
+    r = mlos.run("run", "--gpus", "1", "--gpu-memory", "1G", "--", *client("dlsym"), "dlsym-next",
+                 env={"MLOS_MODE": "embedded"})
+    assert r.returncode == 0 and ops(r.stdout) == [{"op": "dlsym-next", "result": 0}], mlos.describe(r)
+
+
 def test_without_limits_nothing_is_preloaded(mlos, gpus):
     r = mlos.run("run", "--gpus", "1", "--", "sh", "-c", f'echo "preload=$LD_PRELOAD"; {CLIENT} procaddress info',
                  env={"MLOS_MODE": "embedded"})

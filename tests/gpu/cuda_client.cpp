@@ -13,6 +13,9 @@
 //   launch:SECONDS (kernels back to back; prints how many)
 //   hold:SECONDS (sleeps, holding what it allocated)  fork:BYTES (a child
 //   allocates BYTES and exits 0 on success, 1 when refused)
+//   dlsym-next (glibc's RTLD_NEXT answers through the interposer's dlsym:
+//   a libc function found after the program, a missing one NULL with
+//   dlerror() set)
 // Test code only.
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -226,6 +229,13 @@ int main(int argc, char** argv) {
     } else if (name == "hold") {
       usleep(static_cast<useconds_t>(std::strtod(arg.c_str(), nullptr) * 1e6));
       print_result("hold", CUDA_SUCCESS);
+    } else if (name == "dlsym-next") {
+      dlerror();
+      const bool found = dlsym(RTLD_NEXT, "getpid") == dlsym(RTLD_DEFAULT, "getpid") &&
+                         dlsym(RTLD_NEXT, "getpid") != nullptr;
+      dlerror();
+      const bool missing = dlsym(RTLD_NEXT, "mlos_no_such_symbol") == nullptr && dlerror() != nullptr;
+      print_result("dlsym-next", found && missing ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
     } else if (name == "fork") {
       const pid_t child = fork();
       if (child == 0) {

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,7 +112,7 @@ TEST_F(ShareFileTest, ReadersOutsideTheJobReadOnlyTheJobUsersFile) {
   const int me = static_cast<int>(geteuid());
   EXPECT_TRUE(read_share_file(path_, &why, always_alive, me)) << why;
   EXPECT_FALSE(read_share_file(path_, &why, always_alive, me + 1));
-  EXPECT_NE(why.find("not the job's user"), std::string::npos) << why;
+  EXPECT_EQ(why, path_ + ": not a GPU share file of the job's user") << "nothing said of whose it is";
   // Created for another user (a file made by root for a client): theirs only.
   if (geteuid() == 0) {
     const std::string theirs = path_ + ".theirs";
@@ -144,11 +145,17 @@ TEST_F(ShareFileTest, TheDeviceTableIsBounded) {
 TEST_F(ShareFileTest, FilesOfAnotherShapeAreRefused) {
   std::string why;
   EXPECT_FALSE(read_share_file(path_, &why, always_alive));
-  EXPECT_NE(why.find("cannot open"), std::string::npos);
+  EXPECT_NE(why.find("no such file"), std::string::npos);
   std::ofstream(path_) << "not a share file";
   EXPECT_FALSE(read_share_file(path_, &why, always_alive));
-  EXPECT_NE(why.find("not a GPU share file"), std::string::npos);
+  EXPECT_NE(why.find("not a GPU share file of the job's user"), std::string::npos);
   EXPECT_FALSE(JobShare::attach(path_, {}, &why));
+  // A terminal, a FIFO: never opened (O_PATH), refused like any non-file.
+  EXPECT_FALSE(read_share_file("/dev/tty", &why, always_alive, 0));
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(read_share_file(fifo, &why, always_alive, -1));  // would block an O_RDONLY open
+  EXPECT_EQ(why, fifo + ": not a GPU share file of the job's user");
 
   // A link is not followed: mlosd reads as root.
   const std::string link = (dir_ / "link").string();
