@@ -266,7 +266,17 @@ MLOS_API int mlos_training_barrier(mlos_training_resources_t* resources,
  * synchronises. Rank and world size: the handle's group, else RANK and
  * WORLD_SIZE from the environment. Every rank must pass the same count and
  * op. Errors: as mlos_training_barrier, plus INVALID_ARGUMENT (data NULL
- * with count > 0, unknown op). On error `data` may hold partial results. */
+ * with count > 0, unknown op). On error `data` may hold partial results.
+ *
+ * `data` may be CUDA device memory (cuMemAlloc, cudaMalloc) when the
+ * process has loaded the CUDA driver: every rank with a GPU of its own and
+ * NCCL (2.14 or later) loaded or installed reduces through NCCL, else the
+ * buffer is staged through pinned host memory; see docs/gpu.md,
+ * "Collectives on device buffers". The call starts after the work queued
+ * on the legacy default stream and returns with the result in place; work
+ * on other non-blocking streams must be synchronised by the caller. Extra
+ * errors there: INVALID_ARGUMENT (a buffer on another GPU than the group's
+ * NCCL communicator), SYSTEM (a driver call failed). */
 MLOS_API int mlos_training_allreduce(mlos_training_resources_t* resources,
                                      void* data, size_t count,
                                      mlos_reduce_op_t op);

@@ -4,7 +4,7 @@
     from mlos_training.distributed import MLOSProcessGroup
     pg = MLOSProcessGroup(rank, world_size)
     pg.barrier()
-    pg.all_reduce(grad, op=mlos_training.SUM)   # in place; CPU, or CUDA through pinned host memory
+    pg.all_reduce(grad, op=mlos_training.SUM)   # in place; CPU or CUDA tensors
 
 Where the ranks meet, in this order:
   1. `store=`: any object with torch.distributed.Store's set/get/wait
@@ -27,7 +27,6 @@ import datetime
 import os
 
 from . import SUM, _core, release_resources, request_resources
-from .device_staging import DeviceStaging
 from .enums import ReduceOp, member_by_name
 from .errors import CODES, MLOSError, check
 
@@ -81,7 +80,7 @@ def _store_from_torch(rank, world_size, timeout):
 
 class MLOSProcessGroup:
     """A group of `world_size` ranks (this one is `rank`) doing barrier and
-    all-reduce on CPU memory (CUDA tensors are staged through it). rank/world_size None: RANK/WORLD_SIZE.
+    all-reduce on CPU or CUDA tensors. rank/world_size None: RANK/WORLD_SIZE.
     resources: an allocation from request_resources() whose CPUs the
     group's communication thread uses; None: the group requests a shared
     one-CPU allocation of its own (released by close()). timeout: seconds
@@ -96,8 +95,6 @@ class MLOSProcessGroup:
             raise MLOSError(CODES["INVALID_ARGUMENT"],
                             f"need 0 <= rank < world_size, got rank {self.rank}, world_size {self.world_size}")
         self._owns_resources = resources is None
-        self._staging = None  # host buffers for CUDA tensors (device_staging.py), made on first use
-        self._stage_cpu_tensors = False  # tests: CPU tensors through the staging path too
         self.resources = request_resources(num_cpus=1, exclusive_cpus=False) if resources is None else resources
         try:
             timeout_ms = 0 if timeout is None else int(timeout * 1000)
@@ -118,12 +115,18 @@ class MLOSProcessGroup:
 
     def all_reduce(self, tensor, op=SUM):
         """Reduces `tensor` in place across the ranks (every rank gets the
-        result) and returns it. tensor: a torch.Tensor (CPU, or CUDA: copied
-        through pinned host staging memory, device_staging.py) or a numpy
-        array, of float32/float64/float16/bfloat16/int32/int64; op: a ReduceOp (SUM,
+        result) and returns it. tensor: a torch.Tensor or a numpy array, of
+        float32/float64/float16/bfloat16/int32/int64; op: a ReduceOp (SUM,
         PROD, MIN, MAX, AVG), its int, its name in any case ("avg"), or
         torch.distributed.ReduceOp.SUM/PRODUCT/MIN/MAX/AVG.
-        A non-contiguous tensor is reduced through a contiguous copy."""
+        A non-contiguous tensor is reduced through a contiguous copy.
+
+        CUDA tensors: the tensor's current stream is synchronised first
+        (its pending writes land), then the library reduces the device
+        buffer itself: through NCCL when every rank has a GPU of its own,
+        else staged through pinned host memory into Gloo (docs/gpu.md,
+        "Collectives on device buffers"). The result is in place when this
+        returns. Tensors on other devices: UNSUPPORTED."""
         op = _op_code(op)
         if hasattr(tensor, "is_cuda"):
             return self._all_reduce_torch(tensor, op)
@@ -131,9 +134,6 @@ class MLOSProcessGroup:
 
     def close(self):
         """Closes the group (and the allocation it requested itself)."""
-        staging, self._staging = getattr(self, "_staging", None), None
-        if staging is not None:
-            staging.close()
         res, self.resources = getattr(self, "resources", None), None
         if res is not None and self._owns_resources and res.handle:
             release_resources(res)
@@ -152,17 +152,15 @@ class MLOSProcessGroup:
         check(_core.allreduce(self.resources.handle, address, count, dtype, op))
 
     def _all_reduce_torch(self, tensor, op):
-        if tensor.device.type != "cpu" or self._stage_cpu_tensors:
-            if tensor.device.type not in ("cpu", "cuda"):
-                raise MLOSError(CODES["UNSUPPORTED"],
-                                f"tensors on {tensor.device.type} devices: only CPU and CUDA tensors are reduced")
-            if self._staging is None:
-                self._staging = DeviceStaging(self.resources, pinned=tensor.device.type == "cuda")
-            return self._staging.reduce(tensor, lambda host: self._all_reduce_cpu(host, op))
-        return self._all_reduce_cpu(tensor, op)
-
-    def _all_reduce_cpu(self, tensor, op):
+        kind = tensor.device.type
+        if kind not in ("cpu", "cuda"):
+            raise MLOSError(CODES["UNSUPPORTED"], f"tensors on {kind} devices: only CPU and CUDA tensors are reduced")
         work = tensor if tensor.is_contiguous() else tensor.contiguous()
+        if kind == "cuda" and work.numel():
+            import torch
+            # The library works outside torch's streams: what was queued
+            # for this tensor (and the contiguous copy) must be done.
+            torch.cuda.current_stream(tensor.device).synchronize()
         self._reduce(work.data_ptr() if work.numel() else 0, work.numel(), str(work.dtype).replace("torch.", ""), op)
         if work is not tensor:
             tensor.copy_(work)

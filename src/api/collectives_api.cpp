@@ -69,11 +69,18 @@ int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t cou
     return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(raw_dtype)));
   }
   const auto type = static_cast<mlos::collectives::DataType>(raw_dtype);
+  const auto op = static_cast<mlos_reduce_op_t>(raw_op);
+  std::function<mlos::Status(mlos::collectives::ProcessGroup&)> reduce = [&](mlos::collectives::ProcessGroup& g) {
+    return g.allreduce(data, count, type, op);
+  };
+  // GPU memory goes to the device path (NCCL, or staged through the host).
+  if (auto where = count > 0 ? mlos::collectives::find_device_buffer(data) : std::nullopt) {
+    reduce = [&, where = *where](mlos::collectives::ProcessGroup& g) {
+      return g.allreduce_device(where, data, count, type, op);
+    };
+  }
   return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
-      resources, *job, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources),
-      [&](mlos::collectives::ProcessGroup& g) {
-        return g.allreduce(data, count, type, static_cast<mlos_reduce_op_t>(raw_op));
-      }));
+      resources, *job, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources), reduce));
 }
 
 }  // namespace

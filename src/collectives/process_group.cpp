@@ -15,8 +15,10 @@
 #include <optional>
 #include <thread>
 
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
+#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -221,6 +223,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& c
                                             " did not complete within " + std::to_string(config.timeout.count()) +
                                             " ms (a rank missing, or a store that does not answer)");
   }
+  if (*attempt->result) (**attempt->result)->placement_ = placement;
   return std::move(*attempt->result);
 }
 
@@ -262,12 +265,14 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
   }
 }
 
+Error ProcessGroup::broken_error(const char* what) const {
+  return make_error(MLOS_ERR_PEER_LOST, std::string(what) + ": the group broke earlier (" + broken_reason_ +
+                                            "); every rank must create it again");
+}
+
 template <class F>
 Status ProcessGroup::guarded(const char* what, F&& f) {
-  if (broken()) {
-    return make_error(MLOS_ERR_PEER_LOST, std::string(what) + ": the group broke earlier (" + broken_reason_ +
-                                              "); every rank must create it again");
-  }
+  if (broken()) return broken_error(what);
   try {
     os::SigpipeGuard no_sigpipe;  // Gloo writes on this thread too
     f();
@@ -322,6 +327,28 @@ Status ProcessGroup::allreduce(void* data, size_t count, DataType type, mlos_red
     case DataType::kInt64: divide<int64_t>(data, count, world_size()); break;
   }
   return s;
+}
+
+Status ProcessGroup::allgather(const void* mine, size_t bytes, void* all) {
+  return guarded("allgather", [&] {
+    gloo::AllgatherOptions o(context_);
+    o.setInput(const_cast<char*>(static_cast<const char*>(mine)), bytes);  // Gloo reads it only
+    o.setOutput(static_cast<char*>(all), bytes * static_cast<size_t>(world_size()));
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::allgather(o);
+  });
+}
+
+Status ProcessGroup::broadcast(void* data, size_t bytes, int root) {
+  return guarded("broadcast", [&] {
+    gloo::BroadcastOptions o(context_);
+    o.setOutput(static_cast<char*>(data), bytes);
+    o.setRoot(root);
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::broadcast(o);
+  });
 }
 
 }  // namespace mlos::collectives

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives/device_buffer.h"
 #include "collectives/group_config.h"
 #include "core/cpu_set.h"
 #include "core/status.h"
@@ -39,6 +40,8 @@ struct GroupPlacement {
   os::MemoryPolicy memory_policy;
 };
 
+class DeviceCollectives;
+
 class ProcessGroup {
  public:
   // Rendezvous and full-mesh connection; fails within config.timeout. Runs
@@ -52,10 +55,22 @@ class ProcessGroup {
   Status barrier();
   // In place over `count` elements (count 0: synchronises, touches nothing).
   Status allreduce(void* data, size_t count, DataType type, mlos_reduce_op_t op);
+  // The same over a buffer in GPU memory (`where`): through NCCL or staged
+  // through host memory, as device_collectives.h decides with the peers.
+  // Defined there (device_buffer_without_cuda.cpp: UNSUPPORTED).
+  Status allreduce_device(const DeviceBuffer& where, void* data, size_t count, DataType type, mlos_reduce_op_t op);
+  // Every rank's `bytes` bytes at `mine`, in rank order, into `all`
+  // (world_size * bytes).
+  Status allgather(const void* mine, size_t bytes, void* all);
+  // Rank `root`'s `bytes` bytes at `data`, to every rank's `data`.
+  Status broadcast(void* data, size_t bytes, int root);
 
   int rank() const { return config_.rank; }
   int world_size() const { return config_.world_size; }
   bool broken() const { return !broken_reason_.empty(); }
+  std::chrono::milliseconds timeout() const { return config_.timeout; }
+  const std::string& prefix() const { return config_.prefix; }
+  const GroupPlacement& placement() const { return placement_; }
 
  private:
   ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context);
@@ -65,11 +80,16 @@ class ProcessGroup {
   // group on any of them.
   template <class F>
   Status guarded(const char* what, F&& f);
+  Error broken_error(const char* what) const;
 
   GroupConfig config_;
   std::shared_ptr<gloo::Context> context_;
+  GroupPlacement placement_;
   uint32_t next_tag_ = 1;
   std::string broken_reason_;
+  // Made on the first device buffer. A shared_ptr: its type is complete
+  // only where the device path is built.
+  std::shared_ptr<DeviceCollectives> device_;
 };
 
 }  // namespace mlos::collectives

@@ -23,9 +23,9 @@ LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::Ledg
       allowed_(std::move(allowed)),
       ledger_(std::move(ledger)),
       memory_(std::move(memory)),
+      gpu_discovery_(std::move(gpus)),
       owner_pid_(owner_pid),
-      policies_(std::move(policies)),
-      gpu_discovery_(std::move(gpus)) {}
+      policies_(std::move(policies)) {}
 
 namespace {
 

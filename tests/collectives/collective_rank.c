@@ -7,6 +7,15 @@
  *                                dtype and op over sizes 0, 1, 7, 1000;
  *                                prints {"dtype":N,"op":N,"count":N,"sum":X,
  *                                "first":[...]} with values as doubles
+ *   mlos_collective_rank device  as typed, on buffers in GPU memory: the
+ *                                CUDA driver (libcuda.so.1, the tests' fake
+ *                                one) is loaded, device 0 (of
+ *                                CUDA_VISIBLE_DEVICES) made current, and each
+ *                                buffer copied to the device before the call
+ *                                and back after it; then, when
+ *                                COLLECTIVE_LARGE_FLOATS is set, one float32
+ *                                SUM of that many elements, printed as
+ *                                {"case":"large","count":N,"first":X,"last":X}
  *   mlos_collective_rank placement  without binding this thread, joins the
  *                                group, all-reduces 1000 floats 3 times, and
  *                                prints {"cpus":"...","threads":[{"tid":N,
@@ -23,6 +32,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <mlos/training.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +100,43 @@ static double get(const void* v, int dtype, size_t i) {
   }
 }
 
+/* The driver calls device mode makes, by name from cuda.h (this file keeps
+ * to the C library and the public API; 0 is CUDA_SUCCESS). */
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_device_get_fn)(int*, int);
+typedef int (*cu_ctx_retain_fn)(void**, int);
+typedef int (*cu_ctx_set_fn)(void*);
+typedef int (*cu_alloc_fn)(unsigned long long*, size_t);
+typedef int (*cu_free_fn)(unsigned long long);
+typedef int (*cu_htod_fn)(unsigned long long, const void*, size_t);
+typedef int (*cu_dtoh_fn)(void*, unsigned long long, size_t);
+static struct {
+  cu_alloc_fn alloc;
+  cu_free_fn free;
+  cu_htod_fn htod;
+  cu_dtoh_fn dtoh;
+} cuda;
+
+static int load_cuda(void) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) return -1;
+  cu_init_fn init = (cu_init_fn)dlsym(lib, "cuInit");
+  cu_device_get_fn device_get = (cu_device_get_fn)dlsym(lib, "cuDeviceGet");
+  cu_ctx_retain_fn retain = (cu_ctx_retain_fn)dlsym(lib, "cuDevicePrimaryCtxRetain");
+  cu_ctx_set_fn set_current = (cu_ctx_set_fn)dlsym(lib, "cuCtxSetCurrent");
+  cuda.alloc = (cu_alloc_fn)dlsym(lib, "cuMemAlloc_v2");
+  cuda.free = (cu_free_fn)dlsym(lib, "cuMemFree_v2");
+  cuda.htod = (cu_htod_fn)dlsym(lib, "cuMemcpyHtoD_v2");
+  cuda.dtoh = (cu_dtoh_fn)dlsym(lib, "cuMemcpyDtoH_v2");
+  int dev = 0;
+  void* ctx = NULL;
+  if (!init || !device_get || !retain || !set_current || !cuda.alloc || !cuda.free || !cuda.htod || !cuda.dtoh ||
+      init(0) != 0 || device_get(&dev, 0) != 0 || retain(&ctx, dev) != 0 || set_current(ctx) != 0) {
+    return -1;
+  }
+  return 0;
+}
+
 static void fill(float* v, size_t n, int rank) {
   for (size_t i = 0; i < n; ++i) v[i] = (float)(rank + 1) + (float)(i % 5) * 0.5f;
 }
@@ -154,10 +201,26 @@ static int report_placement(mlos_training_resources_t* res, const long* before, 
   return 0;
 }
 
+/* One float32 SUM of n elements of rank + 1 in device memory. */
+static int large_device_sum(mlos_training_resources_t* res, size_t n, int rank) {
+  float* v = malloc(n * sizeof *v);
+  unsigned long long d = 0;
+  if (v == NULL) return fail("malloc", -1);
+  for (size_t i = 0; i < n; ++i) v[i] = (float)(rank + 1);
+  if (cuda.alloc(&d, n * sizeof *v) != 0 || cuda.htod(d, v, n * sizeof *v) != 0) return fail("copy to the device", -1);
+  const int rc = mlos_training_allreduce(res, (void*)(uintptr_t)d, n, MLOS_REDUCE_SUM);
+  if (rc != MLOS_OK) return fail("allreduce", rc);
+  if (cuda.dtoh(v, d, n * sizeof *v) != 0 || cuda.free(d) != 0) return fail("copy from the device", -1);
+  printf("{\"case\":\"large\",\"count\":%zu,\"first\":%.9g,\"last\":%.9g}\n", n, v[0], v[n - 1]);
+  free(v);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0 &&
-                    strcmp(argv[1], "typed") != 0 && strcmp(argv[1], "placement") != 0)) {
-    fprintf(stderr, "usage: %s check|typed|placement|loop\n", argv[0]);
+                    strcmp(argv[1], "typed") != 0 && strcmp(argv[1], "placement") != 0 &&
+                    strcmp(argv[1], "device") != 0)) {
+    fprintf(stderr, "usage: %s check|typed|device|placement|loop\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -173,7 +236,9 @@ int main(int argc, char** argv) {
   rc = mlos_training_barrier(res, rank, world);
   if (rc != MLOS_OK) return fail("barrier", rc);
 
-  if (strcmp(argv[1], "typed") == 0) {
+  const int on_device = strcmp(argv[1], "device") == 0;
+  if (on_device && load_cuda() != 0) return fail("no CUDA driver", -1);
+  if (strcmp(argv[1], "typed") == 0 || on_device) {
     static const size_t sizes[] = {0, 1, 7, 1000};
     for (int dtype = MLOS_DTYPE_FLOAT32; dtype <= MLOS_DTYPE_INT64; ++dtype) {
       for (int op = MLOS_REDUCE_SUM; op <= MLOS_REDUCE_AVG; ++op) {
@@ -181,8 +246,17 @@ int main(int argc, char** argv) {
           const size_t n = sizes[s];
           double* v = malloc((n ? n : 1) * sizeof *v); /* room for the widest type */
           for (size_t i = 0; i < n; ++i) put(v, dtype, i, element(dtype, i, rank));
-          rc = mlos_training_allreduce_typed(res, n ? v : NULL, n, (mlos_dtype_t)dtype, (mlos_reduce_op_t)op);
+          unsigned long long d = 0;
+          const size_t bytes = n * sizeof *v;  /* more than the dtype needs: fine */
+          if (on_device && n && (cuda.alloc(&d, bytes) != 0 || cuda.htod(d, v, bytes) != 0)) {
+            return fail("copy to the device", -1);
+          }
+          void* data = !n ? NULL : on_device ? (void*)(uintptr_t)d : (void*)v;
+          rc = mlos_training_allreduce_typed(res, data, n, (mlos_dtype_t)dtype, (mlos_reduce_op_t)op);
           if (rc != MLOS_OK) return fail("allreduce_typed", rc);
+          if (on_device && n && (cuda.dtoh(v, d, bytes) != 0 || cuda.free(d) != 0)) {
+            return fail("copy from the device", -1);
+          }
           double sum = 0;
           for (size_t i = 0; i < n; ++i) sum += get(v, dtype, i);
           printf("{\"dtype\":%d,\"op\":%d,\"count\":%zu,\"sum\":%.9g,\"first\":[", dtype, op, n, sum);
@@ -195,6 +269,8 @@ int main(int argc, char** argv) {
     if (mlos_training_allreduce_typed(res, NULL, 0, (mlos_dtype_t)9, MLOS_REDUCE_SUM) != MLOS_ERR_INVALID_ARGUMENT) {
       return fail("unknown dtype accepted", 0);
     }
+    const char* large = getenv("COLLECTIVE_LARGE_FLOATS");
+    if (on_device && large != NULL && large_device_sum(res, (size_t)strtoull(large, NULL, 10), rank) != 0) return 3;
   } else if (strcmp(argv[1], "placement") == 0) {
     float v[1000];
     for (int i = 0; i < 3; ++i) {

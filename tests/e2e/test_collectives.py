@@ -63,6 +63,19 @@ def typed_expected(dtype, op, count, world):
     return [value(i) for i in range(count)]
 
 
+def assert_typed_results(outs, world):
+    """The ranks' outputs of the typed (or device) mode agree and match the
+    reference for every dtype, op and size."""
+    results = [lines(o) for o in outs]
+    assert all(r == results[0] for r in results), "ranks disagree"
+    assert len(results[0]) == 6 * 5 * 4
+    for case in results[0]:
+        ref = typed_expected(case["dtype"], case["op"], case["count"], world)
+        name, rel = DTYPES[case["dtype"]]
+        assert case["first"] == pytest.approx(ref[:5], rel=rel, abs=rel), (name, case)
+        assert case["sum"] == pytest.approx(sum(ref), rel=rel, abs=rel), (name, case)
+
+
 def expected(op, count, world):
     """What every rank must hold after a float32 all-reduce."""
     return typed_expected(0, op, count, world)
@@ -148,14 +161,7 @@ def test_typed_allreduce_for_every_dtype_and_op(tmp_path):
     procs = [start(tmp_path, r, world, "typed") for r in range(world)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0] * world, outs
-    results = [lines(o) for o in outs]
-    assert all(r == results[0] for r in results), "ranks disagree"
-    assert len(results[0]) == 6 * 5 * 4
-    for case in results[0]:
-        ref = typed_expected(case["dtype"], case["op"], case["count"], world)
-        name, rel = DTYPES[case["dtype"]]
-        assert case["first"] == pytest.approx(ref[:5], rel=rel, abs=rel), (name, case)
-        assert case["sum"] == pytest.approx(sum(ref), rel=rel, abs=rel), (name, case)
+    assert_typed_results(outs, world)
 
 
 def test_group_threads_run_on_the_allocation_and_communication_is_profiled(tmp_path):

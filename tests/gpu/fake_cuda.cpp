@@ -7,8 +7,12 @@
 // "memory_total" per GPU; "kernel_us", the length of every kernel, default
 // 1000), seen through CUDA_VISIBLE_DEVICES as the real driver sees them.
 //
-// Memory: allocations are bookkeeping (addresses are never backed), per
-// process, failing with CUDA_ERROR_OUT_OF_MEMORY past the GPU's size.
+// Memory: allocations are host pages (mmap'ed without reserve, so a large
+// one costs nothing until written), counted per process against the GPU's
+// size (CUDA_ERROR_OUT_OF_MEMORY past it). cuPointerGetAttribute knows
+// them as device memory of their GPU, and the copy functions move bytes
+// to and from them, so collectives on "device" buffers can be checked for
+// their results (fake_nccl.cpp reduces them).
 // Kernels run on the simulated timeline of fake_gpu_clock.h when
 // $MLOS_FAKE_GPU_CLOCK names one, so the fake NVML's utilization follows
 // them; without it a launch returns at once.
@@ -16,6 +20,7 @@
 // cuGetProcAddress answers like the driver (versioned and per-thread
 // names); with $MLOS_FAKE_CUDA_INTERNAL_POINTERS=1 it answers with entry
 // points other than the exported ones, as drivers may. Test code only.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -48,7 +53,6 @@ bool initialized = false;
 std::vector<Gpu> gpus;  // as CUDA_VISIBLE_DEVICES shows them
 int64_t kernel_ns = 1000000;
 thread_local int current = -1;
-uint64_t next_address = 0x7f0000000000;
 struct Block {
   uint64_t address;
   int device;
@@ -118,10 +122,11 @@ CUresult allocate(CUdeviceptr* dptr, size_t bytes) {
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   Gpu& g = gpus[current];
   if (bytes > g.total - g.used) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* pages = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (pages == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   g.used += bytes;
-  *dptr = next_address;
-  blocks.push_back({next_address, current, bytes});
-  next_address += (bytes + 0xfff) & ~0xfffULL;
+  *dptr = reinterpret_cast<uintptr_t>(pages);
+  blocks.push_back({*dptr, current, bytes});
   return CUDA_SUCCESS;
 }
 
@@ -130,6 +135,7 @@ CUresult release(uint64_t address) {
   for (auto it = blocks.begin(); it != blocks.end(); ++it) {
     if (it->address == address) {
       gpus[it->device].used -= it->bytes;
+      munmap(reinterpret_cast<void*>(it->address), it->bytes);
       blocks.erase(it);
       return CUDA_SUCCESS;
     }
@@ -282,6 +288,117 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t by
 
 FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) { return release(handle); }
 
+namespace {
+
+// The allocation holding [address, address + bytes), or null.
+const Block* block_of(uint64_t address, size_t bytes) {
+  for (const Block& b : blocks) {
+    if (address >= b.address && address + bytes <= b.address + b.bytes) return &b;
+  }
+  return nullptr;
+}
+
+// A copy between host memory and an allocation; synchronous, as the
+// driver's cuMemcpy* are with respect to the host.
+CUresult copy(void* to, const void* from, uint64_t device_address, size_t bytes) {
+  NEED_INIT();
+  if (block_of(device_address, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(to, from, bytes);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// Device memory only: host memory the driver does not know is
+// CUDA_ERROR_INVALID_VALUE, as with the real driver.
+FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  NEED_INIT();
+  const Block* b = block_of(ptr, 1);
+  if (b == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = b->device; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(b->device + 1));
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
+  return copy(dst, reinterpret_cast<const void*>(src), src, bytes);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
+  return copy(reinterpret_cast<void*>(dst), src, dst, bytes);
+}
+
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  NEED_INIT();
+  *ctx = current < 0 ? nullptr : reinterpret_cast<CUcontext>(static_cast<uintptr_t>(current + 1));
+  return CUDA_SUCCESS;
+}
+
+// One level of stack is all the tests need: pop restores what push replaced.
+namespace {
+thread_local int pushed_over = -2;
+}
+
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  NEED_INIT();
+  const auto i = static_cast<int>(reinterpret_cast<uintptr_t>(ctx)) - 1;
+  if (i < 0 || i >= static_cast<int>(gpus.size())) return CUDA_ERROR_INVALID_CONTEXT;
+  pushed_over = current;
+  current = i;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
+  NEED_INIT();
+  if (pushed_over == -2) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != nullptr) *ctx = reinterpret_cast<CUcontext>(static_cast<uintptr_t>(current + 1));
+  current = pushed_over;
+  pushed_over = -2;
+  return CUDA_SUCCESS;
+}
+
+// Pinning host memory: accepted and counted ($MLOS_FAKE_NVML's GPUs are
+// all the driver has; the count is not checked by anything yet).
+namespace {
+int registered_ranges = 0;
+}
+
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned int) {
+  NEED_INIT();
+  if (p == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  ++registered_ranges;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemHostUnregister(void* p) {
+  NEED_INIT();
+  if (p == nullptr || registered_ranges == 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  --registered_ranges;
+  return CUDA_SUCCESS;
+}
+
+// Events: work here completes when it is issued (fake_nccl.cpp's
+// collectives return done), so every recorded event has completed.
+FAKE_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+
+FAKE_EXPORT CUresult cuEventQuery(CUevent) { return CUDA_SUCCESS; }
+
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+  delete reinterpret_cast<int*>(event);
+  return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**) {
   return launch();
@@ -316,7 +433,10 @@ const Entry kEntries[] = {
     ENTRY(cuCtxGetDevice), ENTRY(cuCtxSynchronize), ENTRY(cuMemGetInfo_v2), ENTRY(cuMemAlloc_v2),
     ENTRY(cuMemAllocManaged), ENTRY(cuMemAllocAsync), ENTRY(cuMemAllocAsync_ptsz), ENTRY(cuMemAllocPitch_v2),
     ENTRY(cuMemFree_v2), ENTRY(cuMemFreeAsync), ENTRY(cuMemFreeAsync_ptsz), ENTRY(cuMemCreate), ENTRY(cuMemRelease),
-    ENTRY(cuLaunchKernel), ENTRY(cuLaunchKernel_ptsz), ENTRY(cuGraphLaunch),
+    ENTRY(cuLaunchKernel), ENTRY(cuLaunchKernel_ptsz), ENTRY(cuGraphLaunch), ENTRY(cuPointerGetAttribute),
+    ENTRY(cuMemcpyDtoH_v2), ENTRY(cuMemcpyHtoD_v2), ENTRY(cuCtxGetCurrent), ENTRY(cuCtxPushCurrent_v2),
+    ENTRY(cuCtxPopCurrent_v2), ENTRY(cuEventCreate), ENTRY(cuEventRecord), ENTRY(cuEventQuery), ENTRY(cuEventDestroy_v2),
+    ENTRY(cuMemHostRegister_v2), ENTRY(cuMemHostUnregister),
 };
 #undef ENTRY
 

@@ -8,14 +8,18 @@
                         all-reduce through both must agree
   pg_rank.py loop       all-reduces until one fails; prints ready, then the
                         error's code and time
-  pg_rank.py staged     as ops, every CPU tensor through the staging path
-                        CUDA tensors take (device_staging.py), then one
-                        tensor too big for the first staging pool
+  pg_rank.py device     all_reduce of CUDA tensors as MLOSProcessGroup
+                        sees them, over the fake CUDA driver (found as
+                        libcuda.so.1 on LD_LIBRARY_PATH): stand-ins with a
+                        cuda device and a device pointer (torch here has no
+                        GPU), torch.cuda.current_stream recorded; device 0
+                        of CUDA_VISIBLE_DEVICES
 Rank and world size from RANK/WORLD_SIZE."""
 import json
 import os
 import sys
 import time
+import types
 
 import torch
 
@@ -55,6 +59,67 @@ def ops(pg, rank):
     emit(case="profile", **{k: v for k, v in pg.resources.phase_profile().items() if "collective" in k})
 
 
+class FakeCuda:
+    """The fake driver's calls device mode makes; its context current."""
+
+    def __init__(self):
+        import ctypes
+        self.lib = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        for call in (lambda: self.lib.cuInit(0), lambda: self.lib.cuDeviceGet(ctypes.byref(dev), 0),
+                     lambda: self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+                     lambda: self.lib.cuCtxSetCurrent(ctx)):
+            assert call() == 0, "the fake CUDA driver refused a call"
+
+    def upload(self, host):
+        import ctypes
+        ptr = ctypes.c_uint64()
+        assert self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(host.numel() * host.element_size())) == 0
+        assert self.lib.cuMemcpyHtoD_v2(ptr, ctypes.c_void_p(host.data_ptr()),
+                                        ctypes.c_size_t(host.numel() * host.element_size())) == 0
+        return ptr.value
+
+    def download(self, ptr, host):
+        import ctypes
+        assert self.lib.cuMemcpyDtoH_v2(ctypes.c_void_p(host.data_ptr()), ctypes.c_uint64(ptr),
+                                        ctypes.c_size_t(host.numel() * host.element_size())) == 0
+        assert self.lib.cuMemFree_v2(ctypes.c_uint64(ptr)) == 0
+
+
+class DeviceTensor:
+    """What MLOSProcessGroup.all_reduce reads of a contiguous CUDA tensor."""
+    is_cuda = True
+    device = torch.device("cuda", 0)
+
+    def __init__(self, ptr, n, dtype):
+        self.ptr, self.n, self.dtype = ptr, n, dtype
+
+    def is_contiguous(self):
+        return True
+
+    def numel(self):
+        return self.n
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def on_device(pg, rank):
+    cuda = FakeCuda()
+    synced = []
+    torch.cuda.current_stream = lambda device=None: types.SimpleNamespace(
+        synchronize=lambda: synced.append(str(device)))
+    for dtype in DTYPES:
+        for name, op in OPS.items():
+            host = values(rank, 1000, dtype)
+            ptr = cuda.upload(host)
+            pg.all_reduce(DeviceTensor(ptr, host.numel(), host.dtype), op=op)
+            cuda.download(ptr, host)
+            as_double = host.to(torch.float64)
+            emit(dtype=str(dtype), op=name, n=1000, first=as_double[:7].tolist(), sum=float(as_double.sum()))
+    emit(case="synchronized", streams=synced)
+
+
 def with_torch(pg_factory, rank, world):
     import torch.distributed as dist
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -80,14 +145,8 @@ def main():
             pg = factory()
         if mode == "ops":
             ops(pg, rank)
-        elif mode == "staged":
-            pg._stage_cpu_tensors = True
-            ops(pg, rank)
-            first = pg._staging._pool.stats()["capacity_bytes"]
-            big = torch.full((24 << 20,), float(rank + 1))  # 96 MiB: more than half of the first pool
-            pg.all_reduce(big)
-            emit(case="staging", first_pool=first, grown_pool=pg._staging._pool.stats()["capacity_bytes"],
-                 big=[float(big[0]), float(big[-1])], notes=pg._staging.notes)
+        elif mode == "device":
+            on_device(pg, rank)
         elif mode == "loop":
             t = torch.ones(1000)
             pg.all_reduce(t)
