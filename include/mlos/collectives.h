@@ -67,6 +67,23 @@ typedef struct mlos_collective_options {
 MLOS_API int mlos_training_set_collective_options(mlos_training_resources_t* resources,
                                                   const mlos_collective_options_t* options);
 
+/* Moving bytes between the ranks of the handle's group, as
+ * mlos_training_barrier joins it (rank from the live group or RANK;
+ * `world_size` must be the group's). Host memory only: a buffer in GPU
+ * memory is UNSUPPORTED. Every rank passes the same `bytes` (and `root`).
+ * bytes 0 only synchronises. Errors: as mlos_training_barrier, plus
+ * INVALID_ARGUMENT (a NULL buffer with bytes > 0, root out of range) and
+ * UNSUPPORTED. On error the output may hold partial results. */
+
+/* Rank `root`'s `bytes` bytes at `data` into every rank's `data`. */
+MLOS_API int mlos_training_broadcast(mlos_training_resources_t* resources, void* data, size_t bytes, int root,
+                                     int world_size);
+
+/* Every rank's `bytes` bytes at `input`, in rank order, into `output`
+ * (world_size * bytes). `input` may be this rank's part of `output`. */
+MLOS_API int mlos_training_allgather(mlos_training_resources_t* resources, const void* input, void* output,
+                                     size_t bytes, int world_size);
+
 #ifdef __cplusplus
 }
 #endif

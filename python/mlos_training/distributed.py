@@ -188,3 +188,18 @@ def _op_code(op):
         return member_by_name(ReduceOp, "reduction", op, _OP_ALIASES)
     name = getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
     return member_by_name(ReduceOp, "reduction", str(name), _OP_ALIASES)
+
+
+def _register_torch_backend():
+    """Importing this module makes "mlos" a torch.distributed backend
+    (torch_backend.py) when torch with torch.distributed is installed."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return
+    if dist.is_available():
+        from .torch_backend import register
+        register()
+
+
+_register_torch_backend()

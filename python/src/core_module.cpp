@@ -202,6 +202,16 @@ NB_MODULE(_core, m) {
     return mlos_training_allreduce_typed(handle(h), reinterpret_cast<void*>(data), count,
                                          static_cast<mlos_dtype_t>(dtype), static_cast<mlos_reduce_op_t>(op));
   });
+  // Bytes at host addresses, kept alive and unmoved by the caller.
+  m.def("broadcast", [](uintptr_t h, uintptr_t data, size_t bytes, int root, int world_size) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_broadcast(handle(h), reinterpret_cast<void*>(data), bytes, root, world_size);
+  });
+  m.def("allgather", [](uintptr_t h, uintptr_t input, uintptr_t output, size_t bytes, int world_size) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_allgather(handle(h), reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
+                                   bytes, world_size);
+  });
   m.def("placement", &placement);
   m.def("write_file", &write_file, "path"_a, "data"_a);
   m.def("register_memory_callback", &mlos_python::register_memory_callback);

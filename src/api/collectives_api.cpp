@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -83,7 +84,55 @@ int allreduce_typed(mlos_training_resources_t* resources, void* data, size_t cou
       resources, *job, -1, -1, count * mlos::collectives::element_size(type), group_placement_of(resources), reduce));
 }
 
+// A failed check of a broadcast or all-gather's arguments, recorded; 0
+// when they may go to the group.
+int refuse_moved_bytes(const char* what, std::initializer_list<const void*> buffers, size_t bytes, int world_size) {
+  if (world_size < 1) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, std::string(what) + ": world_size must be at least 1"));
+  }
+  if (bytes == 0) return 0;
+  for (const void* b : buffers) {
+    if (b == nullptr) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, std::string(what) + ": a NULL buffer with bytes > 0"));
+    }
+    if (mlos::collectives::find_device_buffer(b)) {
+      return record_error(make_error(MLOS_ERR_UNSUPPORTED, std::string(what) +
+                                                               ": the buffer is in GPU memory; only all-reduce "
+                                                               "takes GPU buffers"));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
+
+int mlos_training_broadcast(mlos_training_resources_t* resources, void* data, size_t bytes, int root,
+                            int world_size) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (int refused = refuse_moved_bytes("broadcast", {data}, bytes, world_size)) return refused;
+    if (root < 0 || root >= world_size) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "broadcast: need 0 <= root < world_size, got root " +
+                                                                    std::to_string(root)));
+    }
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, *job, -1, world_size, bytes, group_placement_of(resources),
+        [&](mlos::collectives::ProcessGroup& g) { return g.broadcast(data, bytes, root); }));
+  });
+}
+
+int mlos_training_allgather(mlos_training_resources_t* resources, const void* input, void* output, size_t bytes,
+                            int world_size) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (int refused = refuse_moved_bytes("allgather", {input, output}, bytes, world_size)) return refused;
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, *job, -1, world_size, bytes * static_cast<uint64_t>(world_size), group_placement_of(resources),
+        [&](mlos::collectives::ProcessGroup& g) { return g.allgather(input, bytes, output); }));
+  });
+}
 
 int mlos_training_allreduce(mlos_training_resources_t* resources, void* data, size_t count, mlos_reduce_op_t op) {
   // The published signature is float32.

@@ -330,9 +330,13 @@ Status ProcessGroup::allreduce(void* data, size_t count, DataType type, mlos_red
 }
 
 Status ProcessGroup::allgather(const void* mine, size_t bytes, void* all) {
+  if (bytes == 0) return barrier();
   return guarded("allgather", [&] {
+    // In place: this rank's slot of `all` holds its part (memmove: `mine`
+    // may be that slot, or overlap it).
+    char* slot = static_cast<char*>(all) + static_cast<size_t>(rank()) * bytes;
+    if (slot != mine) std::memmove(slot, mine, bytes);
     gloo::AllgatherOptions o(context_);
-    o.setInput(const_cast<char*>(static_cast<const char*>(mine)), bytes);  // Gloo reads it only
     o.setOutput(static_cast<char*>(all), bytes * static_cast<size_t>(world_size()));
     o.setTag(next_tag_++);
     o.setTimeout(config_.timeout);
@@ -341,6 +345,7 @@ Status ProcessGroup::allgather(const void* mine, size_t bytes, void* all) {
 }
 
 Status ProcessGroup::broadcast(void* data, size_t bytes, int root) {
+  if (bytes == 0) return barrier();
   return guarded("broadcast", [&] {
     gloo::BroadcastOptions o(context_);
     o.setOutput(static_cast<char*>(data), bytes);

@@ -60,9 +60,10 @@ class ProcessGroup {
   // Defined there (device_buffer_without_cuda.cpp: UNSUPPORTED).
   Status allreduce_device(const DeviceBuffer& where, void* data, size_t count, DataType type, mlos_reduce_op_t op);
   // Every rank's `bytes` bytes at `mine`, in rank order, into `all`
-  // (world_size * bytes).
+  // (world_size * bytes; `mine` may lie in `all`). bytes 0: a barrier.
   Status allgather(const void* mine, size_t bytes, void* all);
-  // Rank `root`'s `bytes` bytes at `data`, to every rank's `data`.
+  // Rank `root`'s `bytes` bytes at `data`, to every rank's `data`
+  // (0 <= root < world_size, checked by the caller). bytes 0: a barrier.
   Status broadcast(void* data, size_t bytes, int root);
 
   int rank() const { return config_.rank; }

@@ -126,6 +126,19 @@ int main(void) {
     EXPECT(mlos_training_set_collective_options(NULL, &opt) == MLOS_ERR_INVALID_HANDLE);
     EXPECT(mlos_training_set_collective_options(res, NULL) == MLOS_OK);
   }
+  {
+    /* Broadcast and all-gather: refused arguments never reach a group. */
+    char byte = 0, both[2] = {0, 0};
+    EXPECT(mlos_training_broadcast(NULL, &byte, 1, 0, 1) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_broadcast(res, NULL, 1, 0, 1) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_broadcast(res, &byte, 1, 1, 1) == MLOS_ERR_INVALID_ARGUMENT); /* root outside */
+    EXPECT(mlos_training_broadcast(res, &byte, 1, -1, 1) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_broadcast(res, &byte, 1, 0, 0) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_allgather(NULL, &byte, both, 1, 2) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_allgather(res, NULL, both, 1, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_allgather(res, &byte, NULL, 1, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_allgather(res, &byte, both, 1, 0) == MLOS_ERR_INVALID_ARGUMENT);
+  }
 
   {
     /* Policy modules: the argument checks come before any engine is asked

@@ -16,6 +16,13 @@
  *                                COLLECTIVE_LARGE_FLOATS is set, one float32
  *                                SUM of that many elements, printed as
  *                                {"case":"large","count":N,"first":X,"last":X}
+ *   mlos_collective_rank moves   mlos_training_broadcast from every root and
+ *                                mlos_training_allgather (input apart, and
+ *                                in place) over 0, 1, 13 and 300000 bytes,
+ *                                byte i of rank r being (31 r + i) mod 256;
+ *                                prints {"op":"broadcast"|"allgather"|
+ *                                "allgather_in_place","root":N,"bytes":N,
+ *                                "fnv":"<FNV-1a 64 of what this rank holds>"}
  *   mlos_collective_rank placement  without binding this thread, joins the
  *                                group, all-reduces 1000 floats 3 times, and
  *                                prints {"cpus":"...","threads":[{"tid":N,
@@ -30,6 +37,7 @@
  * MLOS_STORE. Element i of rank r is (r + 1) + (i % 5) * 0.5. Exit 0 when
  * everything succeeded, 3 when a collective failed, 2 on misuse. */
 #define _POSIX_C_SOURCE 200809L
+#include <mlos/collectives.h>
 #include <mlos/training.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -201,6 +209,50 @@ static int report_placement(mlos_training_resources_t* res, const long* before, 
   return 0;
 }
 
+static void pattern(unsigned char* v, size_t n, int rank) {
+  for (size_t i = 0; i < n; ++i) v[i] = (unsigned char)((31u * (unsigned)rank + i) & 0xffu);
+}
+
+static void print_fnv(const char* op, int root, size_t bytes, const unsigned char* v, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ v[i]) * 1099511628211ull;
+  printf("{\"op\":\"%s\",\"root\":%d,\"bytes\":%zu,\"fnv\":\"%016llx\"}\n", op, root, bytes,
+         (unsigned long long)h);
+}
+
+/* The moves mode above. */
+static int moves(mlos_training_resources_t* res, int rank, int world) {
+  static const size_t sizes[] = {0, 1, 13, 300000};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {
+    const size_t n = sizes[s];
+    unsigned char* one = malloc(n + 1);
+    unsigned char* all = malloc(n * (size_t)world + 1);
+    for (int root = 0; root < world; ++root) {
+      pattern(one, n, rank);
+      int rc = mlos_training_broadcast(res, n ? one : NULL, n, root, world);
+      if (rc != MLOS_OK) return fail("broadcast", rc);
+      print_fnv("broadcast", root, n, one, n);
+    }
+    pattern(one, n, rank);
+    memset(all, 0xee, n * (size_t)world);
+    int rc = mlos_training_allgather(res, n ? one : NULL, n ? all : NULL, n, world);
+    if (rc != MLOS_OK) return fail("allgather", rc);
+    print_fnv("allgather", -1, n, all, n * (size_t)world);
+    memset(all, 0xee, n * (size_t)world);
+    pattern(all + (size_t)rank * n, n, rank);
+    rc = mlos_training_allgather(res, n ? all + (size_t)rank * n : NULL, n ? all : NULL, n, world);
+    if (rc != MLOS_OK) return fail("allgather in place", rc);
+    print_fnv("allgather_in_place", -1, n, all, n * (size_t)world);
+    free(one);
+    free(all);
+  }
+  char byte = 0;
+  if (mlos_training_broadcast(res, &byte, 1, 0, world + 1) != MLOS_ERR_INVALID_ARGUMENT) {
+    return fail("a world size other than the group's accepted", 0);
+  }
+  return 0;
+}
+
 /* One float32 SUM of n elements of rank + 1 in device memory. */
 static int large_device_sum(mlos_training_resources_t* res, size_t n, int rank) {
   float* v = malloc(n * sizeof *v);
@@ -219,8 +271,8 @@ static int large_device_sum(mlos_training_resources_t* res, size_t n, int rank) 
 int main(int argc, char** argv) {
   if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0 &&
                     strcmp(argv[1], "typed") != 0 && strcmp(argv[1], "placement") != 0 &&
-                    strcmp(argv[1], "device") != 0)) {
-    fprintf(stderr, "usage: %s check|typed|device|placement|loop\n", argv[0]);
+                    strcmp(argv[1], "device") != 0 && strcmp(argv[1], "moves") != 0)) {
+    fprintf(stderr, "usage: %s check|typed|device|moves|placement|loop\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -269,8 +321,18 @@ int main(int argc, char** argv) {
     if (mlos_training_allreduce_typed(res, NULL, 0, (mlos_dtype_t)9, MLOS_REDUCE_SUM) != MLOS_ERR_INVALID_ARGUMENT) {
       return fail("unknown dtype accepted", 0);
     }
+    if (on_device) { /* only all-reduce takes GPU memory */
+      unsigned long long d = 0;
+      if (cuda.alloc(&d, 64) != 0) return fail("cuMemAlloc", -1);
+      if (mlos_training_broadcast(res, (void*)(uintptr_t)d, 64, 0, world) != MLOS_ERR_UNSUPPORTED) {
+        return fail("a broadcast of GPU memory accepted", 0);
+      }
+      cuda.free(d);
+    }
     const char* large = getenv("COLLECTIVE_LARGE_FLOATS");
     if (on_device && large != NULL && large_device_sum(res, (size_t)strtoull(large, NULL, 10), rank) != 0) return 3;
+  } else if (strcmp(argv[1], "moves") == 0) {
+    if (moves(res, rank, world) != 0) return 3;
   } else if (strcmp(argv[1], "placement") == 0) {
     float v[1000];
     for (int i = 0; i < 3; ++i) {

@@ -164,6 +164,37 @@ def test_typed_allreduce_for_every_dtype_and_op(tmp_path):
     assert_typed_results(outs, world)
 
 
+def fnv(data):
+    h = 1469598103934665603
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & (2**64 - 1)
+    return f"{h:016x}"
+
+
+def pattern(rank, n):
+    return bytes((31 * rank + i) & 0xFF for i in range(n))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_broadcast_and_allgather_move_every_byte(tmp_path, world):
+    """Broadcast from every root and all-gather (input apart and in place)
+    over 0, 1, 13 and 300000 bytes: every rank holds the root's bytes, or
+    every rank's in rank order (checked through a hash of what it holds)."""
+    procs = [start(tmp_path, r, world, "moves") for r in range(world)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs
+    results = [lines(o) for o in outs]
+    assert all(r == results[0] for r in results), "ranks disagree"
+    cases = results[0]
+    assert len(cases) == 4 * (world + 2)
+    for c in cases:
+        n = c["bytes"]
+        if c["op"] == "broadcast":
+            assert c["fnv"] == fnv(pattern(c["root"], n)), c
+        else:
+            assert c["fnv"] == fnv(b"".join(pattern(r, n) for r in range(world))), c
+
+
 def test_group_threads_run_on_the_allocation_and_communication_is_profiled(tmp_path):
     """The ranks never bind their own thread (it may run on every CPU), yet
     the thread Gloo starts for the group must be confined to the

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One rank of a torch.distributed test; prints JSON lines.
+
+  ddp_rank.py ddp BACKEND   DistributedDataParallel over BACKEND ("gloo" or
+                            "mlos"): a small CNN from seed 0 (rank 1 and up
+                            perturb their copy first: DDP's initial broadcast
+                            must undo it), 20 SGD steps on rank-specific
+                            batches; prints the final parameters
+  ddp_rank.py ops           every operation the mlos backend has, through the
+                            torch.distributed API, results printed for the
+                            test to check; then the refusals
+  ddp_rank.py die           all-reduces until a failure; rank 1 exits after
+                            the third; prints the survivor's error and time
+Rank, world size and the store from torch's environment (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT), as torchrun sets them. PG_TIMEOUT: the group's
+timeout in seconds (default 60)."""
+import datetime
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import mlos_training.distributed  # noqa: F401  (registers "mlos")
+
+
+def emit(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def init(backend):
+    timeout = datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "60")))
+    dist.init_process_group(backend, timeout=timeout)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def ddp(backend):
+    rank, world = init(backend)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    if rank > 0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)
+    model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)  # several buckets
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    data = torch.Generator().manual_seed(100 + rank)
+    for _ in range(20):
+        x = torch.randn(8, 1, 8, 8, generator=data)
+        y = torch.randint(0, 3, (8,), generator=data)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    emit(rank=rank, params=params.tolist())
+    dist.destroy_process_group()
+
+
+def ops():
+    rank, world = init("mlos")
+    emit(case="backend", name=str(dist.get_backend()))
+    for op in ("SUM", "PRODUCT", "MIN", "MAX", "AVG"):
+        t = torch.arange(6, dtype=torch.float64) + rank + 1
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+        emit(case="all_reduce", op=op, values=t.tolist())
+    t = torch.full((2, 3), rank + 1, dtype=torch.int64).t()  # non-contiguous
+    dist.all_reduce(t)
+    emit(case="all_reduce_noncontiguous", values=t.reshape(-1).tolist())
+    t = torch.ones(4)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    emit(case="async", done=work.get_future().done(), values=t.tolist())
+    for root in range(world):
+        b = torch.full((5,), float(rank * 10), dtype=torch.bfloat16)
+        dist.broadcast(b, src=root)
+        emit(case="broadcast", root=root, values=b.float().tolist())
+    outs = [torch.zeros(3, dtype=torch.int32) for _ in range(world)]
+    dist.all_gather(outs, torch.tensor([rank, rank * 2, rank * 3], dtype=torch.int32))
+    emit(case="all_gather", values=[o.tolist() for o in outs])
+    flat = torch.zeros(world * 2)
+    dist.all_gather_into_tensor(flat, torch.tensor([rank + 0.5, -rank - 0.5]))
+    emit(case="all_gather_into_tensor", values=flat.tolist())
+    dist.barrier()
+    sub = dist.new_group(list(range(world - 1, -1, -1)))  # every rank, its own group
+    t = torch.ones(3) * (rank + 1)
+    dist.all_reduce(t, group=sub)
+    emit(case="new_group", values=t.tolist())
+    for name, call in (("BAND", lambda: dist.all_reduce(torch.ones(2, dtype=torch.int64), op=dist.ReduceOp.BAND)),
+                       ("short output", lambda: dist.all_gather_into_tensor(torch.zeros(1), torch.ones(1)))):
+        try:
+            call()
+            emit(case="refused", what=name, error=None)
+        except Exception as e:  # noqa: BLE001: the test reads the type
+            emit(case="refused", what=name, type=type(e).__name__, error=str(e)[:300])
+    prof = mlos_training_profile()
+    emit(case="profile", **prof)
+    dist.destroy_process_group()
+
+
+def mlos_training_profile():
+    """The communication counters of the default group's allocation."""
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    return {k: v for k, v in backend._group.resources.phase_profile().items() if "collective" in k}
+
+
+def die():
+    rank, _ = init("mlos")
+    t = torch.ones(1000)
+    for i in range(1, 10**9):
+        try:
+            dist.all_reduce(t)
+        except Exception as e:  # noqa: BLE001: the test reads the type
+            emit(event="error", type=type(e).__name__, t_ns=time.monotonic_ns(), message=str(e)[:300])
+            sys.exit(3)
+        if i == 3:
+            emit(event="ready", t_ns=time.monotonic_ns())
+            if rank == 1:
+                os._exit(0)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "ddp":
+        ddp(sys.argv[2])
+    elif mode == "ops":
+        ops()
+    else:
+        die()
