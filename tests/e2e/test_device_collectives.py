@@ -160,9 +160,11 @@ def test_a_hanging_nccl_all_reduce_is_a_timeout(tmp_path, gpus):
 
 def test_host_memory_on_one_rank_and_device_memory_on_the_other_is_a_timeout(tmp_path, gpus):
     """The ranks must agree, call for call, on where the buffers are; a mix
-    is not a wrong result or a hang but TIMEOUT on both ranks."""
+    is not a wrong result or a hang but TIMEOUT, and on the rank whose peer
+    gave up first, TIMEOUT or PEER_LOST (the peer closed the connection)."""
     env = dict(gpus, MLOS_COLLECTIVE_TIMEOUT_MS=1500)
     procs = [start(tmp_path, 0, 2, "typed", **env), start(tmp_path, 1, 2, "device", **env, CUDA_VISIBLE_DEVICES="1")]
     outs = [p.communicate(timeout=60)[0] for p in procs]
     assert [p.returncode for p in procs] == [3, 3], outs
-    assert [lines(o)[-1]["code"] for o in outs] == [ERR_TIMEOUT, ERR_TIMEOUT], outs
+    codes = [lines(o)[-1]["code"] for o in outs]
+    assert ERR_TIMEOUT in codes and set(codes) <= {ERR_TIMEOUT, ERR_PEER_LOST}, outs
