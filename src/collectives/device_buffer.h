@@ -7,7 +7,6 @@
 
 #include <array>
 #include <optional>
-#include <string>
 
 namespace mlos::collectives {
 
@@ -21,7 +20,5 @@ struct DeviceBuffer {
 // managed memory (the CPU reads it in place), a process that has not
 // loaded the CUDA driver, or a build without the device path: nullopt.
 std::optional<DeviceBuffer> find_device_buffer(const void* data);
-
-std::string uuid_text(const std::array<unsigned char, 16>& uuid);  // "GPU-xxxxxxxx-xxxx-..."
 
 }  // namespace mlos::collectives

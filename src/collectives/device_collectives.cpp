@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/process_group.h"
+#include "gpu/uuid_text.h"
 #include "mlos/tmm.h"
 #include "os/log_sink.h"
 #include "tmm/tensor_pool.h"
@@ -60,9 +61,7 @@ std::string why_not_nccl(const std::vector<RankOffer>& offers) {
   for (int a = 0; a < n; ++a) {
     for (int b = a + 1; b < n; ++b) {
       if (std::memcmp(offers[a].gpu, offers[b].gpu, sizeof offers[a].gpu) == 0) {
-        std::array<unsigned char, 16> gpu;
-        std::memcpy(gpu.data(), offers[a].gpu, gpu.size());
-        return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share " + uuid_text(gpu) +
+        return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share " + gpu::uuid_text(offers[a].gpu) +
                " (NCCL needs one GPU per rank)";
       }
     }
@@ -193,9 +192,9 @@ Error DeviceCollectives::break_with(int code, const std::string& message) {
 Status DeviceCollectives::nccl_allreduce(const DeviceBuffer& where, void* data, size_t count, DataType type,
                                          mlos_reduce_op_t op) {
   if (where.uuid != comm_gpu_) {
-    return make_error(MLOS_ERR_INVALID_ARGUMENT, "this buffer is on " + uuid_text(where.uuid) +
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, "this buffer is on " + gpu::uuid_text(where.uuid.data()) +
                                                      ", and the group's NCCL communicator on " +
-                                                     uuid_text(comm_gpu_) + ": one GPU per rank and group");
+                                                     gpu::uuid_text(comm_gpu_.data()) + ": one GPU per rank and group");
   }
   if (count == 0) return group_.barrier();
   CudaDriver::ScopedContext in(cuda_, where.context);

@@ -71,7 +71,6 @@ class ProcessGroup {
   bool broken() const { return !broken_reason_.empty(); }
   std::chrono::milliseconds timeout() const { return config_.timeout; }
   const std::string& prefix() const { return config_.prefix; }
-  const GroupPlacement& placement() const { return placement_; }
 
  private:
   ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context);
@@ -85,7 +84,7 @@ class ProcessGroup {
 
   GroupConfig config_;
   std::shared_ptr<gloo::Context> context_;
-  GroupPlacement placement_;
+  GroupPlacement placement_;  // connect()'s: the device path binds its staging memory like it
   uint32_t next_tag_ = 1;
   std::string broken_reason_;
   // Made on the first device buffer. A shared_ptr: its type is complete

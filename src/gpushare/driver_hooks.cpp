@@ -42,6 +42,7 @@
 
 #include <cuda.h>
 
+#include "gpu/uuid_text.h"
 #include "gpushare/job_share.h"
 #include "gpushare/launch_limiter.h"
 #include "gpushare/real_driver.h"
@@ -110,15 +111,6 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as NVML and nvidia-smi write it.
-std::string uuid_text(const CUuuid& u) {
-  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
-  char out[64];
-  std::snprintf(out, sizeof out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return out;
-}
-
 struct Allocation {
   uint64_t bytes;
   int device;  // share-file device entry, -1 = not capped
@@ -169,7 +161,7 @@ class Interposer {
     if (e != kUnknown) return e;
     CUuuid u{};
     if (get_uuid_ == nullptr || get_uuid_(&u, ordinal) != CUDA_SUCCESS) return -1;  // not cached: may work later
-    const std::string uuid = uuid_text(u);
+    const std::string uuid = gpu::uuid_text(u.bytes);
     e = share_->device(uuid);
     if (e >= 0) {
       std::lock_guard<std::mutex> lock(mu_);
