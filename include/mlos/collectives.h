@@ -84,6 +84,18 @@ MLOS_API int mlos_training_broadcast(mlos_training_resources_t* resources, void*
 MLOS_API int mlos_training_allgather(mlos_training_resources_t* resources, const void* input, void* output,
                                      size_t bytes, int world_size);
 
+/* Personalised exchange: `input` holds world_size chunks back to back in
+ * rank order, chunk i (send_bytes[i] bytes) going to rank i; `output`
+ * receives from every rank r its chunk for this rank (recv_bytes[r] bytes),
+ * back to back in rank order. Rank i's send_bytes[j] must equal rank j's
+ * recv_bytes[i] (a mismatch is not detected: it fails with TIMEOUT or
+ * PEER_LOST, or leaves short chunks). Counts may be 0; `input` and
+ * `output` must not overlap. Errors also INVALID_ARGUMENT for NULL count
+ * arrays or overlapping buffers. */
+MLOS_API int mlos_training_alltoall(mlos_training_resources_t* resources, const void* input,
+                                    const size_t* send_bytes, void* output, const size_t* recv_bytes,
+                                    int world_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,11 +17,14 @@ complete them with DistBackendError. (Work.is_completed() stays False for
 works of a Python backend, a limit of torch's wrapping: use wait() or
 get_future().done().)
 
-Built: allreduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, allgather (and
-all_gather_into_tensor), barrier. CPU tensors; a CUDA tensor only through
-allreduce (the library reduces it through NCCL or staged, docs/gpu.md),
-every other op refuses it naming the op. Other ops are torch's default
-("not supported")."""
+Built: allreduce (SUM, PRODUCT, MIN, MAX, AVG), reduce, broadcast,
+allgather (and all_gather_into_tensor), reduce_scatter (and
+reduce_scatter_tensor; both also coalesced, as FSDP2 calls them),
+all_to_all (and all_to_all_single, even or uneven splits), barrier. reduce and reduce_scatter run as an all-reduce of a copy
+and keep their part, as torch's Gloo backend does. CPU tensors; a CUDA
+tensor only through allreduce (the library reduces it through NCCL or
+staged, docs/gpu.md), every other op refuses it naming the op. Other ops
+(send/recv, gather, scatter) are torch's default ("not supported")."""
 import concurrent.futures
 import datetime
 
@@ -44,6 +47,32 @@ def _flat_bytes(tensor, what):
         raise MLOSError(CODES["UNSUPPORTED"], f"{what} of a tensor on {tensor.device}: only all_reduce takes "
                                               "GPU tensors (use \"cpu:mlos,cuda:nccl\" for the rest)")
     return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def _byte_view(tensor):
+    """A contiguous tensor's bytes as a flat uint8 tensor (no copy)."""
+    return tensor.reshape(-1).view(torch.uint8) if tensor.numel() else torch.empty(0, dtype=torch.uint8)
+
+
+def _split_bytes(tensor, split_sizes, world_size, what):
+    """all_to_all_single's per-rank byte counts: rows of dim 0 per rank,
+    given (`split_sizes`) or an even split."""
+    rows = tensor.shape[0] if tensor.dim() else 1
+    row_bytes = tensor.numel() * tensor.element_size() // rows if rows else 0
+    if not split_sizes:
+        if rows % world_size:
+            raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_to_all_single: the {what}'s {rows} rows do not split "
+                                                       f"evenly over {world_size} ranks")
+        split_sizes = [rows // world_size] * world_size
+    if len(split_sizes) != world_size or sum(split_sizes) != rows or min(split_sizes) < 0:
+        raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_to_all_single: {what} splits {list(split_sizes)} do not "
+                                                   f"cover its {rows} rows over {world_size} ranks")
+    return [int(n) * row_bytes for n in split_sizes]
+
+
+def _op_name(reduce_op):
+    """The name of a torch ReduceOp as the options carry it."""
+    return reduce_op.op.name if hasattr(reduce_op, "op") else reduce_op
 
 
 class _FutureWork(dist._Work):  # noqa: SLF001: torch's base class for Python works
@@ -92,7 +121,7 @@ class MLOSBackend(_C10dBackend):
     # -- the operations -------------------------------------------------
 
     def allreduce(self, tensors, opts):
-        op = opts.reduceOp.op.name if hasattr(opts.reduceOp, "op") else opts.reduceOp
+        op = _op_name(opts.reduceOp)
         for t in tensors:
             if t.device.type == "cuda":  # what the caller's stream queued must land first
                 torch.cuda.current_stream(t.device).synchronize()
@@ -121,19 +150,108 @@ class MLOSBackend(_C10dBackend):
         return self._run("all_gather", output_tensors, run)
 
     def _allgather_base(self, output, input, opts):  # dist.all_gather_into_tensor
+        return self._run("all_gather_into_tensor", [output], lambda: self._gather_into(output, input))
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts):  # FSDP2's all-gathers
         def run():
-            mine = _flat_bytes(input, "all_gather_into_tensor")
-            out = _flat_bytes(output, "all_gather_into_tensor")
-            n = self._nbytes(mine)
-            if self._nbytes(out) != n * self.size():
-                raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_gather_into_tensor: the output holds {self._nbytes(out)} bytes, "
-                                    f"not {self.size()} x {n}")
-            self._move(lambda h: _core.allgather(h, mine.data_ptr(), out.data_ptr(), n, self.size()))
-            if out is not output:
-                output.copy_(out)
-        return self._run("all_gather_into_tensor", [output], run)
+            for out, mine in zip(outputs, inputs):
+                self._gather_into(out, mine)
+        return self._run("all_gather_into_tensor", outputs, run)
+
+    def _gather_into(self, output, input):
+        mine = _flat_bytes(input, "all_gather_into_tensor")
+        out = _flat_bytes(output, "all_gather_into_tensor")
+        n = self._nbytes(mine)
+        if self._nbytes(out) != n * self.size():
+            raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_gather_into_tensor: the output holds "
+                                                       f"{self._nbytes(out)} bytes, not {self.size()} x {n}")
+        self._move(lambda h: _core.allgather(h, mine.data_ptr(), out.data_ptr(), n, self.size()))
+        if out is not output:
+            output.copy_(out)
 
     all_gather_single = _allgather_base
+
+    def reduce(self, tensors, opts):
+        op, root = _op_name(opts.reduceOp), opts.rootRank
+
+        def run():
+            for t in tensors:
+                work = _flat_bytes(t, "reduce")
+                # Only the root's tensor is the result; the others keep
+                # their input (the reduction runs on a copy there).
+                target = work if self.rank() == root else work.clone()
+                self._group.all_reduce(target, op=op)
+                if target is not t and self.rank() == root:
+                    t.copy_(target)
+        return self._run("reduce", tensors, run)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts):
+        op = _op_name(opts.reduceOp)
+
+        def run():
+            for out, ins in zip(output_tensors, input_tensors):
+                if len(ins) != self.size():
+                    raise MLOSError(CODES["INVALID_ARGUMENT"], f"reduce_scatter: {len(ins)} inputs for "
+                                                               f"{self.size()} ranks")
+                flat = torch.cat([_flat_bytes(i, "reduce_scatter").reshape(-1) for i in ins])
+                self._group.all_reduce(flat, op=op)
+                start = sum(i.numel() for i in ins[:self.rank()])
+                out.copy_(flat[start:start + out.numel()].view(out.shape))
+        return self._run("reduce_scatter", output_tensors, run)
+
+    def reduce_scatter_single(self, output, input, opts):  # dist.reduce_scatter_tensor
+        op = _op_name(opts.reduceOp)
+        return self._run("reduce_scatter_tensor", [output], lambda: self._scatter_reduced(output, input, op))
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts):  # FSDP2's reduce-scatters
+        op = _op_name(opts.reduceOp)
+
+        def run():
+            for out, whole in zip(outputs, inputs):
+                self._scatter_reduced(out, whole, op)
+        return self._run("reduce_scatter_tensor", outputs, run)
+
+    def _scatter_reduced(self, output, input, op):
+        if input.numel() != output.numel() * self.size():
+            raise MLOSError(CODES["INVALID_ARGUMENT"], f"reduce_scatter_tensor: the input has {input.numel()} "
+                                                       f"elements, not {self.size()} x {output.numel()}")
+        flat = _flat_bytes(input, "reduce_scatter_tensor").reshape(-1).clone()
+        self._group.all_reduce(flat, op=op)
+        n = output.numel()
+        output.copy_(flat[self.rank() * n:(self.rank() + 1) * n].view(output.shape))
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def alltoall(self, output_tensors, input_tensors, opts):
+        def run():
+            if len(output_tensors) != self.size() or len(input_tensors) != self.size():
+                raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_to_all: {len(input_tensors)} inputs and "
+                                                           f"{len(output_tensors)} outputs for {self.size()} ranks")
+            sends = [_byte_view(_flat_bytes(t, "all_to_all")) for t in input_tensors]
+            flat_in = torch.cat(sends) if sends else torch.empty(0, dtype=torch.uint8)
+            recv_bytes = [self._nbytes(o) for o in output_tensors]
+            flat_out = torch.empty(sum(recv_bytes), dtype=torch.uint8)
+            self._move(lambda h: _core.alltoall(h, flat_in.data_ptr(), [s.numel() for s in sends],
+                                                flat_out.data_ptr(), recv_bytes))
+            at = 0
+            for o, n in zip(output_tensors, recv_bytes):
+                _flat_bytes(o, "all_to_all")
+                o.copy_(flat_out[at:at + n].view(o.dtype).view(o.shape))
+                at += n
+        return self._run("all_to_all", output_tensors, run)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts):
+        def run():
+            send_bytes = _split_bytes(input, input_split_sizes, self.size(), "input")
+            recv_bytes = _split_bytes(output, output_split_sizes, self.size(), "output")
+            mine = _flat_bytes(input, "all_to_all_single")
+            out = _flat_bytes(output, "all_to_all_single")
+            self._move(lambda h: _core.alltoall(h, mine.data_ptr(), send_bytes, out.data_ptr(), recv_bytes))
+            if out is not output:
+                output.copy_(out)
+        return self._run("all_to_all_single", [output], run)
+
+    alltoall_base = all_to_all_single
 
     def barrier(self, opts):
         return self._run("barrier", [], self._group.barrier)

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -211,6 +212,17 @@ NB_MODULE(_core, m) {
     nb::gil_scoped_release unlocked;
     return mlos_training_allgather(handle(h), reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
                                    bytes, world_size);
+  });
+  // send_bytes/recv_bytes: world_size counts each.
+  m.def("alltoall", [](uintptr_t h, uintptr_t input, const std::vector<size_t>& send_bytes, uintptr_t output,
+                       const std::vector<size_t>& recv_bytes) {
+    if (send_bytes.size() != recv_bytes.size() || send_bytes.empty()) {
+      throw std::invalid_argument("alltoall: send_bytes and recv_bytes need world_size counts each");
+    }
+    nb::gil_scoped_release unlocked;
+    return mlos_training_alltoall(handle(h), reinterpret_cast<const void*>(input), send_bytes.data(),
+                                  reinterpret_cast<void*>(output), recv_bytes.data(),
+                                  static_cast<int>(send_bytes.size()));
   });
   m.def("placement", &placement);
   m.def("write_file", &write_file, "path"_a, "data"_a);

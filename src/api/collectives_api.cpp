@@ -7,7 +7,9 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "api/api_guard.h"
 #include "api/collective_groups.h"
@@ -131,6 +133,32 @@ int mlos_training_allgather(mlos_training_resources_t* resources, const void* in
     return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
         resources, *job, -1, world_size, bytes * static_cast<uint64_t>(world_size), group_placement_of(resources),
         [&](mlos::collectives::ProcessGroup& g) { return g.allgather(input, bytes, output); }));
+  });
+}
+
+int mlos_training_alltoall(mlos_training_resources_t* resources, const void* input, const size_t* send_bytes,
+                           void* output, const size_t* recv_bytes, int world_size) {
+  return guarded([&] {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (world_size < 1 || send_bytes == nullptr || recv_bytes == nullptr) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT,
+                                     "alltoall: world_size must be at least 1 and both count arrays given"));
+    }
+    const std::vector<size_t> sends(send_bytes, send_bytes + world_size);
+    const std::vector<size_t> recvs(recv_bytes, recv_bytes + world_size);
+    const size_t sent = std::accumulate(sends.begin(), sends.end(), size_t{0});
+    const size_t received = std::accumulate(recvs.begin(), recvs.end(), size_t{0});
+    if (int refused = refuse_moved_bytes("alltoall", {input}, sent, world_size)) return refused;
+    if (int refused = refuse_moved_bytes("alltoall", {output}, received, world_size)) return refused;
+    const auto* in = static_cast<const char*>(input);
+    const auto* out = static_cast<const char*>(output);
+    if (sent > 0 && received > 0 && in < out + received && out < in + sent) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "alltoall: input and output overlap"));
+    }
+    return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+        resources, *job, -1, world_size, sent, group_placement_of(resources),
+        [&](mlos::collectives::ProcessGroup& g) { return g.alltoall(input, sends, output, recvs); }));
   });
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "collectives/group_config.h"
 
+#include <strings.h>
+
 #include <charconv>
 #include <cstring>
 
@@ -21,12 +23,61 @@ constexpr long long kMaxTimeoutMs = 3600000;
 
 bool valid_prefix(const std::string& p) { return !p.empty() && p.find_first_of(" /\n") == std::string::npos; }
 
-// MLOS_STORE's value into c->store and its fields.
-Status parse_store(const char* value, GroupConfig* c) {
-  if (!value || !*value) {
-    return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system) or "
-               "MLOS_STORE=redis://host:port (several hosts)");
+// "host:port" or "[v6addr]:port" of tcp://, into c->tcp_host/tcp_port.
+Status parse_tcp(const std::string& s, const std::string& hostport, GroupConfig* c) {
+  std::string host, port;
+  if (!hostport.empty() && hostport[0] == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string::npos) return bad("MLOS_STORE=" + s + ": '[' without ']'");
+    host = hostport.substr(1, close - 1);
+    if (close + 1 >= hostport.size() || hostport[close + 1] != ':') return bad("MLOS_STORE=" + s + ": no port");
+    port = hostport.substr(close + 2);
+  } else {
+    const auto colon = hostport.rfind(':');
+    if (colon == std::string::npos) return bad("MLOS_STORE=" + s + ": no port (tcp://host:port)");
+    host = hostport.substr(0, colon);
+    port = hostport.substr(colon + 1);
+    if (host.find(':') != std::string::npos) return bad("MLOS_STORE=" + s + ": an IPv6 address goes in brackets");
   }
+  if (host.empty()) return bad("MLOS_STORE=" + s + ": no host");
+  long long p = 0;
+  if (!parse_int(port, 1, 65535, &p)) return bad("MLOS_STORE=" + s + ": bad port");
+  c->store = GroupConfig::StoreKind::kTcp;
+  c->tcp_host = host;
+  c->tcp_port = static_cast<int>(p);
+  return Status::Ok();
+}
+
+// Without MLOS_STORE: torch's env:// convention, a TCPStore at
+// MASTER_ADDR:MASTER_PORT.
+Status parse_master_address(const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
+  const char* addr = getenv("MASTER_ADDR");
+  const char* port = getenv("MASTER_PORT");
+  const bool has_addr = addr && *addr, has_port = port && *port;
+  if (!has_addr && !has_port) {
+    return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system), "
+               "MLOS_STORE=redis://host:port or MLOS_STORE=tcp://host:port (torch's TCPStore), or MASTER_ADDR "
+               "and MASTER_PORT as torchrun does");
+  }
+  if (!has_addr || !has_port) {
+    const std::string which = has_addr ? "MASTER_ADDR is set but MASTER_PORT is not"
+                                       : "MASTER_PORT is set but MASTER_ADDR is not";
+    return bad(which + ": a TCPStore rendezvous needs both (or set MLOS_STORE)");
+  }
+  long long p = 0;
+  if (!parse_int(port, 1, 65535, &p)) return bad(std::string("MASTER_PORT=\"") + port + "\" is not a port (1..65535)");
+  std::string host = addr;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  c->store = GroupConfig::StoreKind::kTcp;
+  c->tcp_host = host;
+  c->tcp_port = static_cast<int>(p);
+  return Status::Ok();
+}
+
+// MLOS_STORE's value (or the MASTER_ADDR fallback) into c->store and its
+// fields.
+Status parse_store(const char* value, const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
+  if (!value || !*value) return parse_master_address(getenv, c);
   const std::string s = value;
   if (s.rfind("file:", 0) == 0) {
     c->store = GroupConfig::StoreKind::kFile;
@@ -49,7 +100,22 @@ Status parse_store(const char* value, GroupConfig* c) {
     if (c->redis_host.empty()) return bad("MLOS_STORE=" + s + ": no host");
     return Status::Ok();
   }
-  return bad("MLOS_STORE=" + s + " is neither file:/dir nor redis://host:port");
+  if (s.rfind("tcp://", 0) == 0) return parse_tcp(s, s.substr(6), c);
+  return bad("MLOS_STORE=" + s + " is none of file:/dir, redis://host:port and tcp://host:port");
+}
+
+// Who serves a TCPStore that does not answer yet. torch's env:// and
+// tcp:// make rank 0 the server; under torchrun the agent already serves
+// it at MASTER_ADDR:MASTER_PORT and tells its workers with
+// TORCHELASTIC_USE_AGENT_STORE=True, and a rank 0 that served too would
+// take the agent's port. torch reads the variable as "True" (Python) or as
+// a boolean (C++: 1/true/TRUE); any of them counts here, as in
+// mlos_training.distributed. Any rank may start before the server
+// listens: the others retry until the timeout.
+bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(const char*)>& getenv) {
+  const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+  const bool agent_serves = agent && (strcasecmp(agent, "true") == 0 || std::strcmp(agent, "1") == 0);
+  return c.rank == 0 && !agent_serves;
 }
 
 }  // namespace
@@ -89,9 +155,10 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
   if (caller_store) {
     c.store = GroupConfig::StoreKind::kCaller;
     c.caller_store = std::move(caller_store);
-  } else if (Status st = parse_store(getenv("MLOS_STORE"), &c); !st) {
+  } else if (Status st = parse_store(getenv("MLOS_STORE"), getenv, &c); !st) {
     return st.error();
   }
+  if (c.store == GroupConfig::StoreKind::kTcp) c.tcp_may_serve = may_serve_tcp_store(c, getenv);
 
   if (overrides.timeout.count() > 0) {
     c.timeout = overrides.timeout;
@@ -108,6 +175,15 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
     c.prefix = g;
     if (!valid_prefix(c.prefix)) {
       return bad(std::string("MLOS_GROUP=\"") + g + "\" must be non-empty, without spaces or '/'");
+    }
+  }
+  if (c.store == GroupConfig::StoreKind::kTcp && overrides.prefix.empty() && !getenv("MLOS_GROUP")) {
+    if (const char* restarts = getenv("TORCHELASTIC_RESTART_COUNT")) {
+      long long n = 0;
+      if (!parse_int(restarts, 0, 1 << 30, &n)) {
+        return bad(std::string("TORCHELASTIC_RESTART_COUNT=\"") + restarts + "\" is not a valid number");
+      }
+      if (n > 0) c.prefix += ".restart" + std::to_string(n);
     }
   }
   if (const char* h = getenv("MLOS_COLLECTIVE_HOST")) c.hostname = h;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Who a rank is and how it finds its peers: pure parsing of the call's
 // arguments and the launcher's environment (torchrun/Slurm-style RANK and
-// WORLD_SIZE; MLOS_STORE for the rendezvous store), validated before any
-// socket is opened.
+// WORLD_SIZE; MLOS_STORE or MASTER_ADDR/MASTER_PORT for the rendezvous
+// store), validated before any socket is opened.
 #pragma once
 
 #include <chrono>
@@ -22,11 +22,16 @@ namespace mlos::collectives {
 struct GroupConfig {
   int rank = 0;
   int world_size = 1;
-  enum class StoreKind { kFile, kRedis, kCaller } store = StoreKind::kFile;
+  enum class StoreKind { kFile, kRedis, kCaller, kTcp } store = StoreKind::kFile;
   std::shared_ptr<gloo::rendezvous::Store> caller_store;  // kCaller
   std::string store_path;   // kFile: a directory all ranks share (created if missing)
   std::string redis_host;   // kRedis
   int redis_port = 6379;
+  std::string tcp_host;     // kTcp: torch's TCPStore at tcp_host:tcp_port
+  int tcp_port = 0;
+  // kTcp: this rank starts the store's server when none answers there
+  // (rank 0, unless a torchrun agent serves it).
+  bool tcp_may_serve = false;
   // Keys of this group live under this prefix in the store; ranks that
   // recreate a group after an error move to a new generation.
   std::string prefix = "mlos";
@@ -51,11 +56,20 @@ Status validate(const GroupOverrides& o);
 
 // rank/world_size: the call's values, or -1 to take RANK and WORLD_SIZE
 // from the environment. Store: `caller_store` when given (MLOS_STORE is
-// then not read), else MLOS_STORE = "file:/shared/dir" or
-// "redis://host[:port]". Also MLOS_COLLECTIVE_TIMEOUT_MS (default 30000),
-// MLOS_GROUP (key prefix, default "mlos"), MLOS_COLLECTIVE_HOST/IFACE.
-// INVALID_ARGUMENT naming the argument or variable for anything missing,
-// malformed or inconsistent (0 <= rank < world_size).
+// then not read), else MLOS_STORE = "file:/shared/dir",
+// "redis://host[:port]" or "tcp://host:port" (torch's TCPStore; IPv6 as
+// tcp://[addr]:port); MLOS_STORE unset, MASTER_ADDR and MASTER_PORT (as
+// torchrun, Slurm scripts and torch's env:// set them) mean
+// tcp://$MASTER_ADDR:$MASTER_PORT. For a TCPStore, rank 0 may serve it
+// unless TORCHELASTIC_USE_AGENT_STORE is "True" (or true, 1: torchrun's
+// agent serves it then, and says so this way); under torchrun the default
+// prefix gains the restart count (TORCHELASTIC_RESTART_COUNT > 0:
+// "mlos.restartN"), since the agent's store outlives the workers it
+// restarts and still holds the last attempt's keys. Also
+// MLOS_COLLECTIVE_TIMEOUT_MS (default 30000), MLOS_GROUP (key prefix,
+// default "mlos"), MLOS_COLLECTIVE_HOST/IFACE. INVALID_ARGUMENT naming the
+// argument or variable for anything missing, malformed or inconsistent
+// (0 <= rank < world_size).
 Result<GroupConfig> group_config_from(int rank, int world_size,
                                       const std::function<const char*(const char*)>& getenv,
                                       std::shared_ptr<gloo::rendezvous::Store> caller_store = nullptr,

@@ -2,6 +2,7 @@
 #include "collectives/process_group.h"
 
 #include "collectives/half_float.h"
+#include "collectives/tcp_store_server.h"
 #include "os/sigpipe_guard.h"
 
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -58,6 +60,9 @@ std::string describe_store(const GroupConfig& c) {
     case GroupConfig::StoreKind::kFile: return "file:" + c.store_path;
     case GroupConfig::StoreKind::kRedis: return "redis://" + c.redis_host + ":" + std::to_string(c.redis_port);
     case GroupConfig::StoreKind::kCaller: return "the caller's store";
+    case GroupConfig::StoreKind::kTcp:
+      return "tcp://" + (c.tcp_host.find(':') != std::string::npos ? "[" + c.tcp_host + "]" : c.tcp_host) + ":" +
+             std::to_string(c.tcp_port);
   }
   return "?";
 }
@@ -237,6 +242,15 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
         return make_sys_error(errno, "cannot create the rendezvous directory " + config.store_path);
       }
       base = std::make_shared<gloo::rendezvous::FileStore>(config.store_path);
+    } else if (config.store == GroupConfig::StoreKind::kTcp) {
+      auto tcp = open_tcp_store(config.tcp_host, static_cast<uint16_t>(config.tcp_port), config.tcp_may_serve,
+                                config.timeout);
+      if (!tcp) {
+        return make_error(tcp.error().code, "rendezvous of rank " + std::to_string(config.rank) + " of " +
+                                                std::to_string(config.world_size) + " through " +
+                                                describe_store(config) + ": " + tcp.error().message);
+      }
+      base = std::move(*tcp);
     } else {
       base = std::make_shared<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
     }
@@ -353,6 +367,26 @@ Status ProcessGroup::broadcast(void* data, size_t bytes, int root) {
     o.setTag(next_tag_++);
     o.setTimeout(config_.timeout);
     gloo::broadcast(o);
+  });
+}
+
+Status ProcessGroup::alltoall(const void* in, const std::vector<size_t>& send_bytes, void* out,
+                              const std::vector<size_t>& recv_bytes) {
+  auto total = [](const std::vector<size_t>& v) {
+    size_t sum = 0;
+    for (size_t b : v) sum += b;
+    return sum;
+  };
+  if (total(send_bytes) == 0 && total(recv_bytes) == 0) return barrier();
+  return guarded("alltoall", [&] {
+    gloo::AlltoallvOptions o(context_);
+    // Gloo wants element counts; bytes are elements of one byte. It never
+    // writes the input, but its signature takes a non-const pointer.
+    o.setInput(static_cast<char*>(const_cast<void*>(in)), std::vector<int64_t>(send_bytes.begin(), send_bytes.end()));
+    o.setOutput(static_cast<char*>(out), std::vector<int64_t>(recv_bytes.begin(), recv_bytes.end()));
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::alltoallv(o);
   });
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/device_buffer.h"
 #include "collectives/group_config.h"
@@ -65,6 +66,12 @@ class ProcessGroup {
   // Rank `root`'s `bytes` bytes at `data`, to every rank's `data`
   // (0 <= root < world_size, checked by the caller). bytes 0: a barrier.
   Status broadcast(void* data, size_t bytes, int root);
+  // Chunk i of `in` (send_bytes[i] bytes) to rank i; from rank r, its
+  // chunk for this rank into `out` (recv_bytes[r] bytes), chunks back to
+  // back in rank order. Both vectors hold world_size counts (checked by
+  // the caller); all counts 0: a barrier.
+  Status alltoall(const void* in, const std::vector<size_t>& send_bytes, void* out,
+                  const std::vector<size_t>& recv_bytes);
 
   int rank() const { return config_.rank; }
   int world_size() const { return config_.world_size; }

@@ -127,7 +127,8 @@ int main(void) {
     EXPECT(mlos_training_set_collective_options(res, NULL) == MLOS_OK);
   }
   {
-    /* Broadcast and all-gather: refused arguments never reach a group. */
+    /* Broadcast, all-gather and all-to-all: refused arguments never reach a
+     * group. */
     char byte = 0, both[2] = {0, 0};
     EXPECT(mlos_training_broadcast(NULL, &byte, 1, 0, 1) == MLOS_ERR_INVALID_HANDLE);
     EXPECT(mlos_training_broadcast(res, NULL, 1, 0, 1) == MLOS_ERR_INVALID_ARGUMENT);
@@ -138,6 +139,13 @@ int main(void) {
     EXPECT(mlos_training_allgather(res, NULL, both, 1, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_allgather(res, &byte, NULL, 1, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_allgather(res, &byte, both, 1, 0) == MLOS_ERR_INVALID_ARGUMENT);
+    size_t one_each[2] = {1, 1};
+    EXPECT(mlos_training_alltoall(NULL, both, one_each, both, one_each, 2) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_alltoall(res, both, NULL, both, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_alltoall(res, both, one_each, both, NULL, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_alltoall(res, NULL, one_each, both, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_alltoall(res, both, one_each, NULL, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_alltoall(res, both, one_each, both, one_each, 0) == MLOS_ERR_INVALID_ARGUMENT);
   }
 
   {

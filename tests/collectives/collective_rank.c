@@ -22,7 +22,12 @@
  *                                byte i of rank r being (31 r + i) mod 256;
  *                                prints {"op":"broadcast"|"allgather"|
  *                                "allgather_in_place","root":N,"bytes":N,
- *                                "fnv":"<FNV-1a 64 of what this rank holds>"}
+ *                                "fnv":"<FNV-1a 64 of what this rank holds>"};
+ *                                then mlos_training_alltoall with uneven
+ *                                chunks (rank r sends n + r + 2 i bytes,
+ *                                (31 r + 7 i + k) mod 256, to rank i; none
+ *                                when n is 0), checked here, printed as
+ *                                {"op":"alltoall","bytes":N,"checked":B}
  *   mlos_collective_rank placement  without binding this thread, joins the
  *                                group, all-reduces 1000 floats 3 times, and
  *                                prints {"cpus":"...","threads":[{"tid":N,
@@ -220,6 +225,45 @@ static void print_fnv(const char* op, int root, size_t bytes, const unsigned cha
          (unsigned long long)h);
 }
 
+static unsigned char chunk_byte(int from, int to, size_t k) {
+  return (unsigned char)((31u * (unsigned)from + 7u * (unsigned)to + k) & 0xffu);
+}
+
+/* One uneven all-to-all of the moves mode, checked byte for byte. */
+static int uneven_alltoall(mlos_training_resources_t* res, int rank, int world, size_t n) {
+  size_t* sends = calloc((size_t)world, sizeof *sends);
+  size_t* recvs = calloc((size_t)world, sizeof *recvs);
+  size_t sent = 0, received = 0;
+  for (int i = 0; i < world; ++i) {
+    sends[i] = n ? n + (size_t)rank + 2u * (size_t)i : 0;
+    recvs[i] = n ? n + (size_t)i + 2u * (size_t)rank : 0;
+    sent += sends[i];
+    received += recvs[i];
+  }
+  unsigned char* in = malloc(sent + 1);
+  unsigned char* out = malloc(received + 1);
+  unsigned char* p = in;
+  for (int i = 0; i < world; ++i)
+    for (size_t k = 0; k < sends[i]; ++k) *p++ = chunk_byte(rank, i, k);
+  memset(out, 0xee, received);
+  int rc = mlos_training_alltoall(res, sent ? in : NULL, sends, received ? out : NULL, recvs, world);
+  if (rc != MLOS_OK) return fail("alltoall", rc);
+  int checked = 1;
+  p = out;
+  for (int r = 0; r < world; ++r)
+    for (size_t k = 0; k < recvs[r]; ++k) checked &= *p++ == chunk_byte(r, rank, k);
+  printf("{\"op\":\"alltoall\",\"bytes\":%zu,\"checked\":%s}\n", n, checked ? "true" : "false");
+  /* The same buffer as input and output is refused before any rank waits. */
+  if (sent && received && mlos_training_alltoall(res, in, sends, in, recvs, world) != MLOS_ERR_INVALID_ARGUMENT) {
+    return fail("an all-to-all over overlapping buffers accepted", 0);
+  }
+  free(in);
+  free(out);
+  free(sends);
+  free(recvs);
+  return 0;
+}
+
 /* The moves mode above. */
 static int moves(mlos_training_resources_t* res, int rank, int world) {
   static const size_t sizes[] = {0, 1, 13, 300000};
@@ -243,6 +287,7 @@ static int moves(mlos_training_resources_t* res, int rank, int world) {
     rc = mlos_training_allgather(res, n ? all + (size_t)rank * n : NULL, n ? all : NULL, n, world);
     if (rc != MLOS_OK) return fail("allgather in place", rc);
     print_fnv("allgather_in_place", -1, n, all, n * (size_t)world);
+    if ((rc = uneven_alltoall(res, rank, world, n)) != 0) return rc;
     free(one);
     free(all);
   }

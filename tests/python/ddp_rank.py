@@ -6,6 +6,11 @@
                             perturb their copy first: DDP's initial broadcast
                             must undo it), 20 SGD steps on rank-specific
                             batches; prints the final parameters
+  ddp_rank.py fsdp BACKEND  FSDP2 (fully_shard) over BACKEND: a small MLP
+                            sharded over the ranks, 10 SGD steps; prints the
+                            gathered parameters, the elements this rank
+                            holds, an unsharded reference's parameters and
+                            how far training moved them
   ddp_rank.py ops           every operation the mlos backend has, through the
                             torch.distributed API, results printed for the
                             test to check; then the refusals
@@ -59,6 +64,42 @@ def ddp(backend):
     dist.destroy_process_group()
 
 
+def fsdp(backend):
+    """FSDP2 (fully_shard) over BACKEND: a small MLP sharded over the ranks,
+    each Linear its own unit, 10 SGD steps on rank-specific batches; and on
+    every rank an unsharded copy trained on the mean of all ranks' losses
+    (what sharded data parallelism must compute). Prints both."""
+    from torch.distributed.fsdp import fully_shard
+    rank, world = init(backend)
+
+    def build():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 10), nn.ReLU(), nn.Linear(10, 3))
+    sharded, reference = build(), build()
+    for layer in sharded:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(sharded)
+    opt = torch.optim.SGD(sharded.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    data = [torch.Generator().manual_seed(100 + r) for r in range(world)]
+    for _ in range(10):
+        batches = [(torch.randn(5, 6, generator=g), torch.randint(0, 3, (5,), generator=g)) for g in data]
+        opt.zero_grad()
+        nn.functional.cross_entropy(sharded(batches[rank][0]), batches[rank][1]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        (sum(nn.functional.cross_entropy(reference(x), y) for x, y in batches) / world).backward()
+        ref_opt.step()
+    full = torch.cat([p.full_tensor().detach().reshape(-1) for p in sharded.parameters()])
+    local = sum(p.to_local().numel() for p in sharded.parameters())
+    ref = torch.cat([p.detach().reshape(-1) for p in reference.parameters()])
+    initial = torch.cat([p.detach().reshape(-1) for p in build().parameters()])
+    emit(rank=rank, params=full.tolist(), local_elements=local, reference=ref.tolist(),
+         moved=float((ref - initial).abs().max()))
+    dist.destroy_process_group()
+
+
 def ops():
     rank, world = init("mlos")
     emit(case="backend", name=str(dist.get_backend()))
@@ -83,6 +124,30 @@ def ops():
     flat = torch.zeros(world * 2)
     dist.all_gather_into_tensor(flat, torch.tensor([rank + 0.5, -rank - 0.5]))
     emit(case="all_gather_into_tensor", values=flat.tolist())
+    for root in range(world):
+        t = torch.arange(4, dtype=torch.float32) + rank
+        dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+        emit(case="reduce", root=root, values=t.tolist())
+    outs = torch.zeros(2, dtype=torch.int64)
+    dist.reduce_scatter(outs, [torch.full((2,), 10 * rank + r, dtype=torch.int64) for r in range(world)])
+    emit(case="reduce_scatter", values=outs.tolist())
+    out = torch.zeros(3)
+    dist.reduce_scatter_tensor(out, torch.arange(3 * world, dtype=torch.float32) * (rank + 1),
+                               op=dist.ReduceOp.MAX)
+    emit(case="reduce_scatter_tensor", values=out.tolist())
+    # Rank r sends r + i + 1 values r * 100 + i to rank i.
+    sends = [torch.full((rank + i + 1,), rank * 100 + i, dtype=torch.int32) for i in range(world)]
+    recvs = [torch.zeros(r + rank + 1, dtype=torch.int32) for r in range(world)]
+    dist.all_to_all(recvs, sends)
+    emit(case="all_to_all", values=[t.tolist() for t in recvs])
+    out = torch.zeros(world, 2)
+    dist.all_to_all_single(out, torch.stack([torch.tensor([rank, i], dtype=torch.float32) for i in range(world)]))
+    emit(case="all_to_all_single", values=out.tolist())
+    out = torch.zeros(sum(r + 1 for r in range(world)), dtype=torch.float64)
+    dist.all_to_all_single(out, torch.full((world * (rank + 1),), float(rank), dtype=torch.float64),
+                           output_split_sizes=[r + 1 for r in range(world)],
+                           input_split_sizes=[rank + 1] * world)
+    emit(case="all_to_all_single_uneven", values=out.tolist())
     dist.barrier()
     sub = dist.new_group(list(range(world - 1, -1, -1)))  # every rank, its own group
     t = torch.ones(3) * (rank + 1)
@@ -125,6 +190,8 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "ddp":
         ddp(sys.argv[2])
+    elif mode == "fsdp":
+        fsdp(sys.argv[2])
     elif mode == "ops":
         ops()
     else:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The `mlos` torch.distributed backend, in rank processes (ddp_rank.py):
-DDP trains to gloo's parameters, every operation gives what it must, a
+DDP trains to gloo's parameters, FSDP to the unsharded model's, every
+operation gives what it must, a
 dead peer is torch's error within the timeout, and torchrun runs it."""
 import json
 import subprocess
@@ -49,6 +50,26 @@ def test_ddp_over_mlos_trains_to_gloos_parameters(tmp_path, world):
         (final["mlos"] - final["gloo"]).abs().max()
 
 
+def test_fsdp_over_mlos_matches_the_unsharded_model(tmp_path):
+    """FSDP2 shards a small MLP over 2 ranks (each holds part of it) and
+    trains 10 steps through all_gather_into_tensor and
+    reduce_scatter_tensor: the parameters equal an unsharded model trained
+    on the mean loss, and gloo's, up to reduction order."""
+    import torch
+    final = {}
+    for backend in ("gloo", "mlos"):
+        outs = run_world(tmp_path, 2, "fsdp", backend)
+        last = [o[-1] for o in outs]
+        params = [torch.tensor(o["params"]) for o in last]
+        assert torch.equal(params[0], params[1]), f"{backend}: ranks disagree"
+        assert all(0 < o["local_elements"] < len(o["params"]) for o in last), "not sharded"
+        reference = torch.tensor(last[0]["reference"])
+        assert last[0]["moved"] > 1e-3, "training did not move the parameters"
+        assert torch.allclose(params[0], reference, rtol=1e-5, atol=1e-6), (params[0] - reference).abs().max()
+        final[backend] = params[0]
+    assert torch.allclose(final["mlos"], final["gloo"], rtol=1e-5, atol=1e-6)
+
+
 def test_every_operation_through_the_torch_api(tmp_path):
     world = 3
     outs = run_world(tmp_path, world, "ops")
@@ -69,13 +90,21 @@ def test_every_operation_through_the_torch_api(tmp_path):
         assert [(c["root"], c["values"]) for c in cases["broadcast"]] == [(r, [r * 10.0] * 5) for r in range(world)]
         assert cases["all_gather"][0]["values"] == [[r, 2 * r, 3 * r] for r in range(world)]
         assert cases["all_gather_into_tensor"][0]["values"] == [v for r in range(world) for v in (r + 0.5, -r - 0.5)]
+        assert [(c["root"], c["values"]) for c in cases["reduce"]] == \
+            [(r, [float(sum(i + q for q in range(world))) for i in range(4)] if r == rank else
+              [float(i + rank) for i in range(4)]) for r in range(world)]
+        assert cases["reduce_scatter"][0]["values"] == [sum(10 * q + rank for q in range(world))] * 2
+        assert cases["reduce_scatter_tensor"][0]["values"] == [float((3 * rank + i) * world) for i in range(3)]
+        assert cases["all_to_all"][0]["values"] == [[r * 100 + rank] * (r + rank + 1) for r in range(world)]
+        assert cases["all_to_all_single"][0]["values"] == [[float(r), float(rank)] for r in range(world)]
+        assert cases["all_to_all_single_uneven"][0]["values"] == [float(r) for r in range(world) for _ in range(r + 1)]
         assert cases["new_group"][0]["values"] == [6.0] * 3
         refused = {c["what"]: c for c in cases["refused"]}
         assert refused["BAND"]["type"] == "DistBackendError" and "BAND" in refused["BAND"]["error"], refused
         assert refused["short output"]["type"] == "DistBackendError", refused
         assert "all_gather_into_tensor" in refused["short output"]["error"], refused
         prof = cases["profile"][0]
-        assert prof["collective_calls"] >= 5 + 1 + 1 + world + 1 + 1 + 1, (rank, prof)
+        assert prof["collective_calls"] >= 5 + 1 + 1 + world + 1 + 1 + world + 2 + 3 + 1 + 1, (rank, prof)
         assert prof["collective_bytes"] > 0
 
 

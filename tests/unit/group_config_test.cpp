@@ -80,11 +80,96 @@ TEST(GroupConfig, RefusalsNameTheirCause) {
   EXPECT_NE(refused(store, -1, 2).find("RANK"), std::string::npos);
   EXPECT_NE(refused({{"MLOS_STORE", "file:/s"}, {"RANK", "x"}}, -1, 2).find("RANK=\"x\""), std::string::npos);
   EXPECT_NE(refused({{"MLOS_STORE", "file:relative"}}, 0, 2).find("absolute"), std::string::npos);
-  EXPECT_NE(refused({{"MLOS_STORE", "tcp://h:1"}}, 0, 2).find("neither"), std::string::npos);
+  EXPECT_NE(refused({{"MLOS_STORE", "http://h:1"}}, 0, 2).find("none of"), std::string::npos);
   EXPECT_NE(refused({{"MLOS_STORE", "redis://h:99999"}}, 0, 2).find("port"), std::string::npos);
   EXPECT_NE(refused({{"MLOS_STORE", "file:/s"}, {"MLOS_COLLECTIVE_TIMEOUT_MS", "0"}}, 0, 2).find("TIMEOUT"),
             std::string::npos);
   EXPECT_NE(refused({{"MLOS_STORE", "file:/s"}, {"MLOS_GROUP", "a/b"}}, 0, 2).find("MLOS_GROUP"), std::string::npos);
+}
+
+TEST(GroupConfig, TcpStoreAddressesWithIpv6InBrackets) {
+  Env env{{{"MLOS_STORE", "tcp://store-host:29500"}}};
+  auto c = group_config_from(1, 2, env.get());
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->store, GroupConfig::StoreKind::kTcp);
+  EXPECT_EQ(c->tcp_host, "store-host");
+  EXPECT_EQ(c->tcp_port, 29500);
+  EXPECT_FALSE(c->tcp_may_serve);  // only rank 0 serves
+  env.vars["MLOS_STORE"] = "tcp://[fe80::1]:7";
+  c = group_config_from(0, 2, env.get());
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->tcp_host, "fe80::1");
+  EXPECT_EQ(c->tcp_port, 7);
+  EXPECT_TRUE(c->tcp_may_serve);
+}
+
+TEST(GroupConfig, MasterAddrAndPortMeanATcpStoreWhenMlosStoreIsUnset) {
+  Env env{{{"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "29501"}, {"RANK", "0"}, {"WORLD_SIZE", "4"}}};
+  auto c = group_config_from(-1, -1, env.get());
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->store, GroupConfig::StoreKind::kTcp);
+  EXPECT_EQ(c->tcp_host, "10.1.2.3");
+  EXPECT_EQ(c->tcp_port, 29501);
+  EXPECT_TRUE(c->tcp_may_serve);
+  EXPECT_EQ(c->prefix, "mlos");
+
+  env.vars["MLOS_STORE"] = "file:/shared/run";  // MLOS_STORE wins
+  EXPECT_EQ(group_config_from(-1, -1, env.get())->store, GroupConfig::StoreKind::kFile);
+  env.vars["MLOS_STORE"] = "";  // empty is unset
+  EXPECT_EQ(group_config_from(-1, -1, env.get())->store, GroupConfig::StoreKind::kTcp);
+}
+
+TEST(GroupConfig, UnderTorchrunsAgentStoreRankZeroDoesNotServeAndRestartsGetTheirOwnKeys) {
+  Env env{{{"MASTER_ADDR", "node0"},
+           {"MASTER_PORT", "29500"},
+           {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+           {"TORCHELASTIC_RESTART_COUNT", "2"}}};
+  auto c = group_config_from(0, 2, env.get());
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->tcp_may_serve);
+  EXPECT_EQ(c->prefix, "mlos.restart2");
+  for (const char* yes : {"true", "1", "TRUE"}) {
+    env.vars["TORCHELASTIC_USE_AGENT_STORE"] = yes;
+    EXPECT_FALSE(group_config_from(0, 2, env.get())->tcp_may_serve) << yes;
+  }
+  env.vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  env.vars["TORCHELASTIC_RESTART_COUNT"] = "0";
+  c = group_config_from(0, 2, env.get());
+  EXPECT_TRUE(c->tcp_may_serve);
+  EXPECT_EQ(c->prefix, "mlos");
+  env.vars["TORCHELASTIC_RESTART_COUNT"] = "3";
+  env.vars["MLOS_GROUP"] = "job7";  // a group the caller named is kept as it is
+  EXPECT_EQ(group_config_from(0, 2, env.get())->prefix, "job7");
+}
+
+TEST(GroupConfig, TcpStoreRefusalsNameTheVariable) {
+  auto refused = [](std::map<std::string, std::string> vars) {
+    Env env{std::move(vars)};
+    auto c = group_config_from(0, 2, env.get());
+    EXPECT_FALSE(c);
+    if (c) return std::string();
+    EXPECT_EQ(c.error().code, MLOS_ERR_INVALID_ARGUMENT);
+    return c.error().message;
+  };
+  auto says = [](const std::string& message, const char* what) {
+    return message.find(what) != std::string::npos ? ::testing::AssertionSuccess()
+                                                   : ::testing::AssertionFailure() << message;
+  };
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://h"}}), "no port"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://h:0"}}), "bad port"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://h:65536"}}), "bad port"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://h:29500/x"}}), "bad port"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://:29500"}}), "no host"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://::1:29500"}}), "brackets"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://[::1]29500"}}), "no port"));
+  EXPECT_TRUE(says(refused({{"MLOS_STORE", "tcp://[::1:29500"}}), "']'"));
+  EXPECT_TRUE(says(refused({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "http"}}), "MASTER_PORT=\"http\""));
+  EXPECT_TRUE(says(refused({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}), "MASTER_PORT"));
+  EXPECT_TRUE(says(refused({{"MASTER_ADDR", "h"}}), "MASTER_PORT is not"));
+  EXPECT_TRUE(says(refused({{"MASTER_PORT", "29500"}}), "MASTER_ADDR is not"));
+  EXPECT_TRUE(says(refused({}), "MASTER_ADDR"));  // the no-store message names the fallback too
+  EXPECT_TRUE(says(refused({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}, {"TORCHELASTIC_RESTART_COUNT", "-1"}}),
+                   "TORCHELASTIC_RESTART_COUNT"));
 }
 
 }  // namespace
