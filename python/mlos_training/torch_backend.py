@@ -227,6 +227,8 @@ class MLOSBackend(_C10dBackend):
             if len(output_tensors) != self.size() or len(input_tensors) != self.size():
                 raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_to_all: {len(input_tensors)} inputs and "
                                                            f"{len(output_tensors)} outputs for {self.size()} ranks")
+            for o in output_tensors:
+                _flat_bytes(o, "all_to_all")  # refuses a GPU output before any rank waits
             sends = [_byte_view(_flat_bytes(t, "all_to_all")) for t in input_tensors]
             flat_in = torch.cat(sends) if sends else torch.empty(0, dtype=torch.uint8)
             recv_bytes = [self._nbytes(o) for o in output_tensors]
@@ -235,7 +237,6 @@ class MLOSBackend(_C10dBackend):
                                                 flat_out.data_ptr(), recv_bytes))
             at = 0
             for o, n in zip(output_tensors, recv_bytes):
-                _flat_bytes(o, "all_to_all")
                 o.copy_(flat_out[at:at + n].view(o.dtype).view(o.shape))
                 at += n
         return self._run("all_to_all", output_tensors, run)

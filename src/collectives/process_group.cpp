@@ -372,12 +372,10 @@ Status ProcessGroup::broadcast(void* data, size_t bytes, int root) {
 
 Status ProcessGroup::alltoall(const void* in, const std::vector<size_t>& send_bytes, void* out,
                               const std::vector<size_t>& recv_bytes) {
-  auto total = [](const std::vector<size_t>& v) {
-    size_t sum = 0;
-    for (size_t b : v) sum += b;
-    return sum;
+  const auto nothing = [](const std::vector<size_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](size_t b) { return b == 0; });
   };
-  if (total(send_bytes) == 0 && total(recv_bytes) == 0) return barrier();
+  if (nothing(send_bytes) && nothing(recv_bytes)) return barrier();
   return guarded("alltoall", [&] {
     gloo::AlltoallvOptions o(context_);
     // Gloo wants element counts; bytes are elements of one byte. It never
