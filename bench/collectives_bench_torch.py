@@ -8,6 +8,13 @@ arguments, same method, same JSON lines, with "impl":"torch".
     RANK=r WORLD_SIZE=n MLOS_STORE=file:DIR \\
         python bench/collectives_bench_torch.py [--sizes B,B,...] [--iters N]
             [--min-iters N] [--target-bytes B] [--warmup N] [--barrier-iters N]
+            [--backend gloo|mlos] [--ops allreduce,allgather,reduce_scatter]
+
+--backend mlos runs the same calls through the mlos torch.distributed
+backend ("impl":"torch-mlos"); --ops adds dist.all_gather_into_tensor and
+dist.reduce_scatter_tensor, where a size is the bytes of the whole (the
+gathered output, the reduced input), as nccl-tests count them
+(bench/torch_backend_bandwidth.py drives the comparison).
 
 Rendezvous: init_method=file://DIR/torch_store (torch's FileStore in the
 directory the other implementations use). The TCP device is put on the
@@ -48,7 +55,12 @@ def main():
     ap.add_argument("--target-bytes", type=parse_size, default=1 << 30)
     ap.add_argument("--warmup", type=parse_size, default=20)
     ap.add_argument("--barrier-iters", type=parse_size, default=500)
+    ap.add_argument("--backend", choices=("gloo", "mlos"), default="gloo")
+    ap.add_argument("--ops", default="allreduce", help="comma-separated: allreduce,allgather,reduce_scatter")
     args = ap.parse_args()
+    ops = args.ops.split(",")
+    if set(ops) - {"allreduce", "allgather", "reduce_scatter"}:
+        ap.error(f"--ops: unknown operation in {args.ops}")
     sizes = [parse_size(s) for s in args.sizes.split(",") if s]
     if any(s < 4 or s % 4 for s in sizes):
         ap.error("sizes must be multiples of 4 bytes (float32)")
@@ -62,8 +74,12 @@ def main():
 
     import torch
     import torch.distributed as dist
+    if args.backend == "mlos":
+        import mlos_training.distributed  # noqa: F401  (registers "mlos")
+    if any(s % (4 * world) for s in sizes) and set(ops) - {"allreduce"}:
+        ap.error(f"sizes must be multiples of {4 * world} bytes to split over {world} ranks")
 
-    head = {"impl": "torch", "world": world, "rank": rank}
+    head = {"impl": "torch" if args.backend == "gloo" else "torch-mlos", "world": world, "rank": rank}
 
     def emit(**kw):
         print(json.dumps({**head, **kw}), flush=True)
@@ -71,7 +87,8 @@ def main():
     try:
         os.makedirs(store[5:], exist_ok=True)
         t0 = time.perf_counter_ns()
-        dist.init_process_group("gloo", init_method=f"file://{store[5:]}/torch_store", rank=rank, world_size=world)
+        dist.init_process_group(args.backend, init_method=f"file://{store[5:]}/torch_store", rank=rank,
+                                world_size=world)
         emit(op="setup", connect_ms=(time.perf_counter_ns() - t0) / 1e6, torch_version=torch.__version__,
              torch_threads=torch.get_num_threads())
 
@@ -102,15 +119,29 @@ def main():
             for _ in range(args.warmup):
                 dist.barrier()
             record("barrier", 0, args.barrier_iters, time_each(args.barrier_iters, dist.barrier))
-        for nbytes in sizes:
-            t = buf[: nbytes // 4]
-            iters = min(max(args.target_bytes // nbytes, args.min_iters), max(args.min_iters, args.iters))
-            warm = min(args.warmup, max(1, iters // 4))
-            dist.barrier()
-            for _ in range(warm):
-                dist.all_reduce(t)
-            dist.barrier()
-            record("allreduce", nbytes, iters, time_each(iters, lambda: dist.all_reduce(t)))
+        out = torch.zeros(max(sizes) // 4, dtype=torch.float32)
+
+        def call_for(op, n):
+            """The timed call of `op` over a whole of n floats (views made here, outside the timing)."""
+            if op == "allreduce":
+                whole = buf[:n]
+                return lambda: dist.all_reduce(whole)
+            if op == "allgather":
+                gathered, mine = out[:n], buf[:n // world]
+                return lambda: dist.all_gather_into_tensor(gathered, mine)
+            part, whole = out[:n // world], buf[:n]
+            return lambda: dist.reduce_scatter_tensor(part, whole)
+
+        for op in ops:
+            for nbytes in sizes:
+                call = call_for(op, nbytes // 4)
+                iters = min(max(args.target_bytes // nbytes, args.min_iters), max(args.min_iters, args.iters))
+                warm = min(args.warmup, max(1, iters // 4))
+                dist.barrier()
+                for _ in range(warm):
+                    call()
+                dist.barrier()
+                record(op, nbytes, iters, time_each(iters, call))
         dist.barrier()
         dist.destroy_process_group()
     except Exception as e:  # noqa: BLE001 - reported as a JSON line like the C++ program does

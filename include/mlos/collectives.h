@@ -38,7 +38,19 @@ typedef struct mlos_collective_store {
   /* Optional (may be NULL): the library will not call this store again,
    * because it was replaced or the resources were released. */
   void (*release)(void* user_data);
+  /* Optional (may be NULL; absent from callers built before it: their
+   * struct_size ends before it): sets `key` to `desired` when it is absent
+   * (`expected_size` 0) or holds `expected`, and returns the value it holds
+   * afterwards, as get does, as torch's Store.compare_set does. With it a
+   * rank number given to two processes is refused at the rendezvous
+   * (INVALID_ARGUMENT); without it, the rendezvous ends in TIMEOUT. */
+  int (*compare_set)(void* user_data, const char* key, const void* expected, size_t expected_size,
+                     const void* desired, size_t desired_size, void** value, size_t* size);
 } mlos_collective_store_t;
+
+/* The struct_size of mlos_collective_store_t before compare_set (also
+ * accepted). */
+#define MLOS_COLLECTIVE_STORE_SIZE_V1 offsetof(mlos_collective_store_t, compare_set)
 
 /* Uses `store` (copied; the callbacks must stay valid until `release`) for
  * the rendezvous of this handle's next group, instead of MLOS_STORE. A live
@@ -95,6 +107,42 @@ MLOS_API int mlos_training_allgather(mlos_training_resources_t* resources, const
 MLOS_API int mlos_training_alltoall(mlos_training_resources_t* resources, const void* input,
                                     const size_t* send_bytes, void* output, const size_t* recv_bytes,
                                     int world_size);
+
+/* Point-to-point transfers between two ranks of the handle's group (the
+ * group as mlos_training_barrier joins it; `world_size` must be the
+ * group's). Posting returns at once, without waiting for the peer; the
+ * buffer must stay valid, and a send's unchanged, until
+ * mlos_training_wait_transfer returns. A send to rank d with tag t is
+ * matched with rank d's receive from this rank (or from any rank) with
+ * tag t, in posting order per (peer, tag); byte counts must agree (a
+ * mismatch is not detected: it fails with TIMEOUT or PEER_LOST, or leaves
+ * a short buffer). Unlike the collectives, transfers may be posted and
+ * waited for from any thread, also while a collective of the same handle
+ * runs on another thread. Host memory only (a GPU buffer is UNSUPPORTED).
+ * Errors when posting: as mlos_training_barrier (the first call may create
+ * the group), plus INVALID_ARGUMENT (a NULL buffer with bytes > 0, or
+ * `transfer`; a peer that is not another rank of the group) and
+ * UNSUPPORTED. A transfer that fails or times out breaks the group, as a
+ * failed collective does. */
+typedef struct mlos_transfer mlos_transfer_t;
+
+/* Posts a send of `bytes` at `data` to rank `dst`; *transfer receives the
+ * pending transfer, to be waited for once. */
+MLOS_API int mlos_training_isend(mlos_training_resources_t* resources, const void* data, size_t bytes, int dst,
+                                 uint32_t tag, int world_size, mlos_transfer_t** transfer);
+
+/* Posts a receive of `bytes` into `data` from rank `src`, or from
+ * whichever rank's matching send comes first when `src` is -1. */
+MLOS_API int mlos_training_irecv(mlos_training_resources_t* resources, void* data, size_t bytes, int src,
+                                 uint32_t tag, int world_size, mlos_transfer_t** transfer);
+
+/* Waits until the transfer completed (a send: its bytes left this process;
+ * a receive: they arrived), at most the group's timeout, and frees it
+ * whatever the result. *peer (may be NULL) receives the other rank.
+ * Returns MLOS_OK, TIMEOUT, PEER_LOST, or INVALID_ARGUMENT for a NULL
+ * transfer. A transfer never waited for is leaked, and dropped unfinished
+ * when the process exits. */
+MLOS_API int mlos_training_wait_transfer(mlos_transfer_t* transfer, int* peer);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,11 @@ class TorchStoreAdapter:
 
     def __init__(self, store):
         self.store = store
+        # compare_set(key, expected, desired) -> the value held then: the
+        # library claims each rank number with it, so a rank given to two
+        # processes is refused. Only where the store has it (torch's do).
+        if hasattr(store, "compare_set"):
+            self.compare_set = store.compare_set
 
     def set(self, key, value):
         self.store.set(key, value)

@@ -20,13 +20,23 @@ get_future().done().)
 Built: allreduce (SUM, PRODUCT, MIN, MAX, AVG), reduce, broadcast,
 allgather (and all_gather_into_tensor), reduce_scatter (and
 reduce_scatter_tensor; both also coalesced, as FSDP2 calls them),
-all_to_all (and all_to_all_single, even or uneven splits), barrier. reduce and reduce_scatter run as an all-reduce of a copy
-and keep their part, as torch's Gloo backend does. CPU tensors; a CUDA
-tensor only through allreduce (the library reduces it through NCCL or
-staged, docs/gpu.md), every other op refuses it naming the op. Other ops
-(send/recv, gather, scatter) are torch's default ("not supported")."""
+all_to_all (and all_to_all_single, even or uneven splits), barrier,
+send and recv (isend/irecv, batch_isend_irecv). reduce and reduce_scatter
+run as an all-reduce of a copy and keep their part, as torch's Gloo
+backend does. send and recv are posted at once on the calling thread
+(Gloo's unbound buffers, as torch's Gloo backend does) and complete on a
+thread of their own, so a send never waits behind the queued collectives
+nor a receive behind a send. CPU tensors; a CUDA tensor only through
+allreduce (the library reduces it through NCCL or staged, docs/gpu.md),
+every other op refuses it naming the op. Other ops (gather, scatter, recv
+from any source: torch cannot report the sender of a Python backend's
+receive) are torch's default ("not supported")."""
 import concurrent.futures
+import ctypes
 import datetime
+import os
+import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -34,7 +44,6 @@ from torch._C._distributed_c10d import Backend as _C10dBackend
 from torch.futures import Future
 
 from . import _core
-from .distributed import MLOSProcessGroup
 from .errors import CODES, MLOSError, check
 
 NAME = "mlos"
@@ -68,6 +77,32 @@ def _split_bytes(tensor, split_sizes, world_size, what):
         raise MLOSError(CODES["INVALID_ARGUMENT"], f"all_to_all_single: {what} splits {list(split_sizes)} do not "
                                                    f"cover its {rows} rows over {world_size} ranks")
     return [int(n) * row_bytes for n in split_sizes]
+
+
+def _set_os_thread_name(name):
+    """prctl(PR_SET_NAME): the kernel's name of the calling thread (15 bytes
+    at most), which Python 3.11's threading does not set."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)  # 15: PR_SET_NAME
+
+
+def oversubscription_advice(local_ranks, threads, allowed_cpus, online_cpus):
+    """A warning when this rank's `threads` intra-op threads exceed its share
+    of the CPUs (its own CPUs when a launcher confined it, else the
+    `allowed_cpus` split over `local_ranks`), or None. Why it matters
+    (docs/benchmarks.md, "DDP backend"): OpenMP threads spin while they wait
+    for work, so on overfilled CPUs every rank's communication threads wait
+    behind them; the mlos backend, whose operations pass through a Python
+    thread, suffers the most."""
+    if local_ranks < 1 or threads < 1:
+        return None
+    share = allowed_cpus if allowed_cpus < online_cpus else allowed_cpus / local_ranks
+    if threads <= share:
+        return None
+    fit = max(1, int(share))
+    return (f"mlos backend: {local_ranks} local ranks with {threads} intra-op threads each on {allowed_cpus} CPUs "
+            f"oversubscribe them; spinning OpenMP threads then delay every rank's communication. Run the ranks "
+            f"under `mlos run`, or set OMP_NUM_THREADS={fit} (or OMP_WAIT_POLICY=PASSIVE)")
 
 
 def _op_name(reduce_op):
@@ -110,13 +145,40 @@ class MLOSBackend(_C10dBackend):
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
+        from .distributed import MLOSProcessGroup  # here: distributed.py imports this module to register it
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
         self._group = MLOSProcessGroup(rank, size, store=store, timeout=min(max(seconds, 1.0), _MAX_TIMEOUT_S),
                                        group_name="torch")
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mlos-c10d")
+        advice = oversubscription_advice(int(os.environ.get("LOCAL_WORLD_SIZE") or 0), torch.get_num_threads(),
+                                         len(os.sched_getaffinity(0)), os.cpu_count() or 1)
+        if advice:
+            warnings.warn(advice, RuntimeWarning, stacklevel=2)
+        # The worker runs Gloo's algorithms (reductions included); the
+        # transfer thread waits for posted transfers in posting order (each
+        # is posted before it is waited for, so an earlier one never waits
+        # for a later one of this rank). Both are confined to the job's CPUs
+        # (this rank's when the backend is made: a launcher's or `mlos
+        # run`'s allocation), whichever thread starts them, but not to the
+        # group's one CPU where Gloo's thread runs: the worker waits for that
+        # thread at every step of an algorithm, and sharing one CPU with it
+        # made a 1 MiB all-reduce take 3.9 ms instead of 1.0 ms here
+        # (docs/benchmarks.md, "DDP backend").
+        self.job_cpus = sorted(os.sched_getaffinity(0))
+        self.thread_ids = []  # the kernel's ids of both, once started (tests read them in /proc)
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, initializer=self._start_thread,
+                                                             initargs=("mlos-c10d",))
+        self._transfers = concurrent.futures.ThreadPoolExecutor(1, initializer=self._start_thread,
+                                                                initargs=("mlos-c10d-p2p",))
 
     def getBackendName(self):
         return NAME
+
+    # What torch asks a backend before choosing a path. Answered here: the
+    # inherited C++ properties of a Python backend ask the Python object
+    # again, which recurses until Python's limit (torch 2.15; seen with
+    # batch_isend_irecv, which reads supports_coalescing).
+    supports_coalescing = property(lambda self: False)  # batch_isend_irecv posts one by one
+    supports_splitting = property(lambda self: False)
 
     # -- the operations -------------------------------------------------
 
@@ -257,7 +319,62 @@ class MLOSBackend(_C10dBackend):
     def barrier(self, opts):
         return self._run("barrier", [], self._group.barrier)
 
+    def send(self, tensors, dst, tag):
+        return self._transfer("send", tensors, dst, tag)
+
+    def recv(self, tensors, src, tag):
+        return self._transfer("recv", tensors, src, tag)
+
+    def _transfer(self, what, tensors, peer, tag):
+        """Posts the transfer of each tensor now; a Work completed by the
+        transfer thread when they all finished (a receive through a
+        contiguous copy is copied out then)."""
+        future = Future()
+        posted = []
+        try:
+            if tag < 0 or tag > 0xFFFFFFFF:
+                raise MLOSError(CODES["INVALID_ARGUMENT"], f"tag {tag} is not in 0..2**32-1")
+            bufs = [_flat_bytes(t, what) for t in tensors]  # every refusal before anything is posted
+            post = _core.isend if what == "send" else _core.irecv
+            for t, buf in zip(tensors, bufs):
+                code, transfer = post(self._group.resources.handle, buf.data_ptr(), self._nbytes(buf), peer, tag,
+                                      self.size())
+                check(code)
+                posted.append((t, buf, transfer))
+        except BaseException as e:  # noqa: BLE001: a refused post completes the work with the error
+            for _, _, transfer in posted:  # frees them (an unfinished one breaks the group)
+                _core.wait_transfer(transfer)
+            future.set_result(dist.DistBackendError(f"mlos {what}: {e}"))
+            return _FutureWork(future)
+
+        def finish():
+            error = None
+            for t, buf, transfer in posted:  # every one is waited for, also after a failure
+                code, _ = _core.wait_transfer(transfer)
+                try:
+                    check(code)
+                    if buf is not t:
+                        t.copy_(buf)
+                except BaseException as e:  # noqa: BLE001
+                    error = error or e
+            future.set_result(dist.DistBackendError(f"mlos {what}: {error}") if error else tensors)
+        self._transfers.submit(finish)
+        return _FutureWork(future)
+
     # -- plumbing ---------------------------------------------------------
+
+    def _start_thread(self, name):
+        """Names the thread (in /proc, top, perf) and confines it to the
+        job's CPUs. Best effort, as the library places Gloo's thread: a
+        thread that cannot be confined still communicates, wherever the
+        process may run."""
+        threading.current_thread().name = name
+        _set_os_thread_name(name)
+        self.thread_ids.append(threading.get_native_id())
+        try:
+            os.sched_setaffinity(0, self.job_cpus)  # 0: the calling thread
+        except OSError:
+            pass
 
     @staticmethod
     def _nbytes(tensor):
@@ -287,6 +404,7 @@ class MLOSBackend(_C10dBackend):
     def shutdown(self):
         """Finishes queued work and releases the group's allocation."""
         self._worker.shutdown(wait=True)
+        self._transfers.shutdown(wait=True)
         self._group.close()
 
 

@@ -35,16 +35,31 @@ int store_set(void* user_data, const char* key, const void* value, size_t size) 
   return call_python([&] { self_of(user_data).attr("set")(key, nb::bytes(value, size)); });
 }
 
+// `got` into a malloc()ed buffer the library frees (none when empty).
+void hand_over(const nb::bytes& got, void** value, size_t* size) {
+  if (got.size() == 0) return;
+  *value = std::malloc(got.size());
+  if (*value == nullptr) throw std::bad_alloc();
+  std::memcpy(*value, got.c_str(), got.size());
+  *size = got.size();
+}
+
 int store_get(void* user_data, const char* key, void** value, size_t* size, int64_t timeout_ms) {
   *value = nullptr;
   *size = 0;
   return call_python([&] {
-    nb::bytes got = nb::cast<nb::bytes>(self_of(user_data).attr("get")(key, timeout_ms));
-    if (got.size() == 0) return;
-    *value = std::malloc(got.size());
-    if (*value == nullptr) throw std::bad_alloc();
-    std::memcpy(*value, got.c_str(), got.size());
-    *size = got.size();
+    hand_over(nb::cast<nb::bytes>(self_of(user_data).attr("get")(key, timeout_ms)), value, size);
+  });
+}
+
+int store_compare_set(void* user_data, const char* key, const void* expected, size_t expected_size,
+                      const void* desired, size_t desired_size, void** value, size_t* size) {
+  *value = nullptr;
+  *size = 0;
+  return call_python([&] {
+    hand_over(nb::cast<nb::bytes>(self_of(user_data).attr("compare_set")(key, nb::bytes(expected, expected_size),
+                                                                         nb::bytes(desired, desired_size))),
+              value, size);
   });
 }
 
@@ -70,6 +85,9 @@ mlos_collective_store_t caller_store(nb::object store) {
   s.get = store_get;
   s.wait = store_wait;
   s.release = store_release;
+  // Only when the store has one (torch's stores do): without it the
+  // library does not detect a rank given to two processes.
+  if (nb::hasattr(self_of(s.user_data), "compare_set")) s.compare_set = store_compare_set;
   return s;
 }
 

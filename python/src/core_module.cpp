@@ -224,6 +224,36 @@ NB_MODULE(_core, m) {
                                   reinterpret_cast<void*>(output), recv_bytes.data(),
                                   static_cast<int>(send_bytes.size()));
   });
+  // Point-to-point: posting returns (code, transfer address); the buffer
+  // stays alive and unmoved until wait_transfer(transfer) returns
+  // (code, peer rank), which frees the transfer. Call it exactly once.
+  m.def("isend", [](uintptr_t h, uintptr_t data, size_t bytes, int dst, uint32_t tag, int world_size) {
+    mlos_transfer_t* t = nullptr;
+    int rc = 0;
+    {
+      nb::gil_scoped_release unlocked;  // the first call may create the group
+      rc = mlos_training_isend(handle(h), reinterpret_cast<const void*>(data), bytes, dst, tag, world_size, &t);
+    }
+    return std::make_pair(rc, reinterpret_cast<uintptr_t>(t));
+  });
+  m.def("irecv", [](uintptr_t h, uintptr_t data, size_t bytes, int src, uint32_t tag, int world_size) {
+    mlos_transfer_t* t = nullptr;
+    int rc = 0;
+    {
+      nb::gil_scoped_release unlocked;
+      rc = mlos_training_irecv(handle(h), reinterpret_cast<void*>(data), bytes, src, tag, world_size, &t);
+    }
+    return std::make_pair(rc, reinterpret_cast<uintptr_t>(t));
+  });
+  m.def("wait_transfer", [](uintptr_t transfer) {
+    int peer = -1;
+    int rc = 0;
+    {
+      nb::gil_scoped_release unlocked;
+      rc = mlos_training_wait_transfer(reinterpret_cast<mlos_transfer_t*>(transfer), &peer);
+    }
+    return std::make_pair(rc, peer);
+  });
   m.def("placement", &placement);
   m.def("write_file", &write_file, "path"_a, "data"_a);
   m.def("register_memory_callback", &mlos_python::register_memory_callback);

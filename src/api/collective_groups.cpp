@@ -39,12 +39,48 @@ Status CollectiveGroups::with_group(const void* handle, const Job& job, int rank
   Status status = run_on_slot(*slot, rank, world_size, placement, op);
   const auto ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  const uint64_t reduced = status ? bytes : 0;
-  slot->nanoseconds += ns;
-  ++slot->calls;
-  slot->bytes += reduced;
-  job.count_collective(reduced, ns);  // the same figures, for mlosd's phase page
+  tally_into(*slot, job, status ? bytes : 0, ns);
   return status;
+}
+
+void CollectiveGroups::tally_into(Slot& slot, const Job& job, uint64_t bytes, uint64_t ns) {
+  slot.nanoseconds += ns;
+  ++slot.calls;
+  slot.bytes += bytes;
+  job.count_collective(bytes, ns);  // the same figures, for mlosd's phase page
+}
+
+void CollectiveGroups::count(const void* handle, const Job& job, uint64_t bytes, uint64_t ns) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(mu_);
+    auto it = slots_.find(handle);
+    if (it != slots_.end()) slot = it->second;
+  }
+  if (slot) {
+    tally_into(*slot, job, bytes, ns);
+  } else {
+    job.count_collective(bytes, ns);
+  }
+}
+
+Result<std::shared_ptr<collectives::ProcessGroup>> CollectiveGroups::group_for_transfer(
+    const void* handle, int world_size, const std::function<collectives::GroupPlacement()>& placement) {
+  std::shared_ptr<Slot> slot = slot_of(handle);
+  const auto usable = [&](const std::shared_ptr<collectives::ProcessGroup>& g) {
+    return g && !g->broken() && g->world_size() == world_size;
+  };
+  {
+    std::lock_guard group_lock(slot->group_mu);
+    if (usable(slot->group)) return slot->group;
+  }
+  // None yet (or broken, or another size, which run_on_slot refuses):
+  // created as the first collective would create it.
+  std::lock_guard op_lock(slot->op_mu);
+  Status s = run_on_slot(*slot, -1, world_size, placement, [](collectives::ProcessGroup&) { return Status::Ok(); });
+  if (!s) return s.error();
+  std::lock_guard group_lock(slot->group_mu);
+  return slot->group;
 }
 
 Status CollectiveGroups::run_on_slot(Slot& slot, int rank, int world_size,
@@ -65,14 +101,19 @@ Status CollectiveGroups::run_on_slot(Slot& slot, int rank, int world_size,
   if (!config) return config.error();
   if (slot.group) ++slot.generation;  // the last one broke
   config->prefix += "/" + std::to_string(slot.generation);
-  slot.group.reset();
+  set_group(slot, nullptr);
   auto group = collectives::ProcessGroup::connect(*config, placement());
   if (!group) {
     ++slot.generation;  // a failed rendezvous leaves keys behind too
     return group.error();
   }
-  slot.group = std::move(*group);
+  set_group(slot, std::move(*group));
   return op(*slot.group);
+}
+
+void CollectiveGroups::set_group(Slot& slot, std::shared_ptr<collectives::ProcessGroup> group) {
+  std::lock_guard group_lock(slot.group_mu);
+  slot.group = std::move(group);
 }
 
 CollectiveGroups::Tally CollectiveGroups::tally(const void* handle) {
@@ -96,7 +137,7 @@ void CollectiveGroups::drop(const void* handle) {
     slots_.erase(it);
   }
   std::lock_guard op_lock(slot->op_mu);  // an operation in flight ends first
-  slot->group.reset();
+  set_group(*slot, nullptr);  // a transfer still pending keeps it until waited for
 }
 
 }  // namespace mlos

@@ -2,8 +2,10 @@
 // The C entry points of collectives (include/mlos/training.h's barrier and
 // all-reduce, include/mlos/collectives.h's caller store) over each handle's
 // CollectiveGroups slot.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "api/api_guard.h"
 #include "api/collective_groups.h"
+#include "api/group_placement.h"
 #include "collectives/callback_store.h"
 #include "mlos/collectives.h"
 #include "mlos/training.h"
@@ -21,27 +24,9 @@
 using mlos::make_error;
 using mlos::record_error;
 using mlos::api::find_job;
+using mlos::api::group_placement_of;
 using mlos::api::guarded;
 using mlos::api::raw_enum;
-
-namespace {
-
-// Where a handle's collective group puts its threads: the job's CPUs and
-// memory policy, read when the group is created.
-std::function<mlos::collectives::GroupPlacement()> group_placement_of(const mlos_training_resources_t* resources) {
-  return [resources] {
-    mlos::collectives::GroupPlacement where;
-    auto job = find_job(resources);
-    if (!job) return where;
-    auto snap = job->snapshot();
-    if (!snap) return where;
-    where.cpus = snap->placement.cpu_set;
-    where.memory_policy = mlos::os::memory_policy_for(snap->placement.memory_policy, snap->placement.nodes);
-    return where;
-  };
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -179,15 +164,18 @@ int mlos_training_set_collective_store(mlos_training_resources_t* resources, con
       mlos::CollectiveGroups::instance().set_store(resources, nullptr);
       return static_cast<int>(MLOS_OK);
     }
-    if (store->struct_size < sizeof(mlos_collective_store_t)) {
+    if (store->struct_size < MLOS_COLLECTIVE_STORE_SIZE_V1) {
       return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "mlos_collective_store_t.struct_size is " +
                                                                     std::to_string(store->struct_size)));
     }
-    if (!store->set || !store->get || !store->wait) {
+    // Only the fields the caller's struct has; the later ones stay NULL.
+    mlos_collective_store_t callbacks{};
+    std::memcpy(&callbacks, store, std::min<size_t>(store->struct_size, sizeof callbacks));
+    if (!callbacks.set || !callbacks.get || !callbacks.wait) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "the store needs set, get and wait callbacks"));
     }
     mlos::CollectiveGroups::instance().set_store(resources,
-                                                 std::make_shared<mlos::collectives::CallbackStore>(*store));
+                                                 std::make_shared<mlos::collectives::CallbackStore>(callbacks));
     return static_cast<int>(MLOS_OK);
   });
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ class CallbackStore final : public gloo::rendezvous::Store {
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  bool has_compare_set() const { return c_.compare_set != nullptr; }
+  // The caller's compare_set (the value held afterwards); nullopt when the
+  // caller gave none.
+  std::optional<std::vector<char>> compare_set(const std::string& key, const std::vector<char>& expected,
+                                               const std::vector<char>& desired);
 
  private:
   mlos_collective_store_t c_;

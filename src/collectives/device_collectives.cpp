@@ -264,7 +264,7 @@ Status ProcessGroup::allreduce_device(const DeviceBuffer& where, void* data, siz
     device_ = std::make_shared<DeviceCollectives>(*this, *cuda, binding);
   }
   Status s = device_->allreduce(where, data, count, type, op);
-  if (!s && device_->broken() && broken_reason_.empty()) broken_reason_ = s.error().message;
+  if (!s && device_->broken()) mark_broken(s.error().message);
   return s;
 }
 

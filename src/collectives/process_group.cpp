@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "collectives/process_group.h"
 
+#include "collectives/gloo_error.h"
 #include "collectives/half_float.h"
+#include "collectives/rank_claim.h"
 #include "collectives/tcp_store_server.h"
 #include "os/sigpipe_guard.h"
 
@@ -71,8 +73,8 @@ std::string describe_store(const GroupConfig& c) {
 // (rank 0's first, which every rank knows exists): a mismatch is a clear
 // INVALID_ARGUMENT on the ranks that see it, instead of a rendezvous that
 // waits for ranks that will never come. A rank number claimed twice is
-// caught where the store refuses to overwrite a key (Redis), and otherwise
-// ends in a timeout.
+// caught before (rank_claim.h), and for Redis here, where the store refuses
+// to overwrite a key.
 Status agree_on_world(gloo::rendezvous::Store& store, const GroupConfig& c) {
   const std::string mine = std::to_string(c.world_size);
   try {
@@ -94,17 +96,6 @@ Status agree_on_world(gloo::rendezvous::Store& store, const GroupConfig& c) {
     }
   }
   return Status::Ok();
-}
-
-Error from_gloo(const std::string& what, const std::exception& e) {
-  std::string msg = e.what();
-  std::string lower = msg;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  const int code = lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
-                       ? MLOS_ERR_TIMEOUT
-                       : MLOS_ERR_PEER_LOST;
-  // Gloo messages carry a source location prefix ("[.../pair.cc:NNN] ...").
-  return make_error(code, what + ": " + msg + "; the group is broken: every rank must create it again");
 }
 
 // out[i] = combine(a[i], b[i]): Gloo's element-wise reduction callback.
@@ -187,6 +178,17 @@ size_t element_size(DataType t) {
   return 0;
 }
 
+Error from_gloo(const std::string& what, const std::exception& e) {
+  std::string msg = e.what();
+  std::string lower = msg;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const int code = lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
+                       ? MLOS_ERR_TIMEOUT
+                       : MLOS_ERR_PEER_LOST;
+  // Gloo messages carry a source location prefix ("[.../pair.cc:NNN] ...").
+  return make_error(code, what + ": " + msg + "; the group is broken: every rank must create it again");
+}
+
 ProcessGroup::ProcessGroup(GroupConfig config, std::shared_ptr<gloo::Context> context)
     : config_(std::move(config)), context_(std::move(context)) {}
 
@@ -254,6 +256,8 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     } else {
       base = std::make_shared<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
     }
+    auto claim = claim_rank(config, *base);
+    if (!claim) return claim.error();
     gloo::rendezvous::PrefixStore prefixed(config.prefix, *base);
     TimeoutStore store(prefixed, config.timeout);
     if (Status agreed = agree_on_world(store, config); !agreed) return agreed.error();
@@ -265,7 +269,9 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     auto context = std::make_shared<gloo::rendezvous::Context>(config.rank, config.world_size);
     context->setTimeout(config.timeout);
     context->connectFullMesh(store, device);
-    return std::unique_ptr<ProcessGroup>(new ProcessGroup(config, std::move(context)));
+    std::unique_ptr<ProcessGroup> group(new ProcessGroup(config, std::move(context)));
+    group->claim_ = std::move(*claim);
+    return group;
   } catch (const std::exception& e) {
     const std::string what = "rendezvous of rank " + std::to_string(config.rank) + " of " +
                              std::to_string(config.world_size) + " through " + describe_store(config);
@@ -279,7 +285,18 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
   }
 }
 
+bool ProcessGroup::broken() const {
+  std::lock_guard lock(broken_mu_);
+  return !broken_reason_.empty();
+}
+
+void ProcessGroup::mark_broken(const std::string& reason) {
+  std::lock_guard lock(broken_mu_);
+  if (broken_reason_.empty()) broken_reason_ = reason.empty() ? "unknown failure" : reason;
+}
+
 Error ProcessGroup::broken_error(const char* what) const {
+  std::lock_guard lock(broken_mu_);
   return make_error(MLOS_ERR_PEER_LOST, std::string(what) + ": the group broke earlier (" + broken_reason_ +
                                             "); every rank must create it again");
 }
@@ -293,7 +310,7 @@ Status ProcessGroup::guarded(const char* what, F&& f) {
     return Status::Ok();
   } catch (const std::exception& e) {
     Error err = from_gloo(what, e);
-    broken_reason_ = e.what();
+    mark_broken(e.what());
     return err;
   }
 }

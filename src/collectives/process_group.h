@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,12 @@ struct GroupPlacement {
 };
 
 class DeviceCollectives;
+class PendingTransfer;
+struct RankClaim;
 
-class ProcessGroup {
+// Shared ownership (CollectiveGroups holds it in a shared_ptr): a posted
+// point-to-point transfer keeps its group alive until it is waited for.
+class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
  public:
   // Rendezvous and full-mesh connection; fails within config.timeout. Runs
   // on a short-lived thread confined to `placement`, so Gloo's event-loop
@@ -73,9 +78,22 @@ class ProcessGroup {
   Status alltoall(const void* in, const std::vector<size_t>& send_bytes, void* out,
                   const std::vector<size_t>& recv_bytes);
 
+  // Point-to-point (point_to_point.cpp): posts a send of `bytes` at `data`
+  // to rank `peer`, or a receive into `data` from rank `peer` (-1: from
+  // whichever rank sends first), matched with the peer's post of the same
+  // `tag`, in posting order per (peer, tag). Posting does not wait; the
+  // buffer must stay valid until PendingTransfer::wait() returns. Unlike
+  // the collectives these may be called from any thread while another
+  // operation runs (they use their own slots, never the collectives').
+  Result<std::unique_ptr<PendingTransfer>> post_send(const void* data, size_t bytes, int peer, uint32_t tag);
+  Result<std::unique_ptr<PendingTransfer>> post_recv(void* data, size_t bytes, int peer, uint32_t tag);
+
   int rank() const { return config_.rank; }
   int world_size() const { return config_.world_size; }
-  bool broken() const { return !broken_reason_.empty(); }
+  // Any thread: a point-to-point wait may break the group while a
+  // collective runs on another thread.
+  bool broken() const;
+  void mark_broken(const std::string& reason);
   std::chrono::milliseconds timeout() const { return config_.timeout; }
   const std::string& prefix() const { return config_.prefix; }
 
@@ -88,12 +106,17 @@ class ProcessGroup {
   template <class F>
   Status guarded(const char* what, F&& f);
   Error broken_error(const char* what) const;
+  // A transfer over a new unbound buffer at `data`, posted by post_on(buffer).
+  template <class Post>
+  Result<std::unique_ptr<PendingTransfer>> post(bool sending, void* data, size_t bytes, Post&& post_on);
 
   GroupConfig config_;
   std::shared_ptr<gloo::Context> context_;
   GroupPlacement placement_;  // connect()'s: the device path binds its staging memory like it
   uint32_t next_tag_ = 1;
-  std::string broken_reason_;
+  mutable std::mutex broken_mu_;
+  std::string broken_reason_;  // guarded by broken_mu_; empty while the group works
+  std::unique_ptr<RankClaim> claim_;  // this rank's number, held while the group lives
   // Made on the first device buffer. A shared_ptr: its type is complete
   // only where the device path is built.
   std::shared_ptr<DeviceCollectives> device_;

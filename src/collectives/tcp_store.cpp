@@ -315,6 +315,15 @@ int64_t TcpStore::add(const std::string& key, int64_t delta) {
   });
 }
 
+std::vector<char> TcpStore::compare_set(const std::string& key, const std::vector<char>& expected,
+                                        const std::vector<char>& desired) {
+  return exchange("compare_set", "key \"" + key + "\"", [&](int fd) {
+    const Deadline d = Deadline::after(timeout_);
+    send_all(fd, Request(tcpstore::Query::kCompareSet).key(key).value(expected).value(desired).bytes(), d);
+    return recv_bytes(fd, d);
+  });
+}
+
 bool TcpStore::check(const std::vector<std::string>& keys) {
   return exchange("check", describe_keys(keys), [&](int fd) {
     const Deadline d = Deadline::after(timeout_);

@@ -89,6 +89,11 @@ class TcpStore final : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
   // Beyond Gloo's interface, as torch's store has them.
   int64_t add(const std::string& key, int64_t delta);
+  // Sets `key` to `desired` when it is absent and `expected` is empty, or
+  // when it holds `expected`; returns the value held afterwards (torch's
+  // semantics, an absent key with a non-empty `expected` answers `expected`).
+  std::vector<char> compare_set(const std::string& key, const std::vector<char>& expected,
+                                const std::vector<char>& desired);
   bool check(const std::vector<std::string>& keys);
 
   // "host:port", IPv6 hosts in brackets.

@@ -27,6 +27,13 @@ static int store_wait(void* u, const char* const* k, size_t n, int64_t t) {
   (void)u, (void)k, (void)n, (void)t;
   return MLOS_ERR_SYSTEM;
 }
+static int compare_sets = 0;
+static int store_compare_set(void* u, const char* k, const void* e, size_t en, const void* d, size_t dn, void** v,
+                             size_t* n) {
+  (void)u, (void)k, (void)e, (void)en, (void)d, (void)dn, (void)v, (void)n;
+  ++compare_sets;
+  return MLOS_ERR_SYSTEM;
+}
 static int store_releases = 0;
 static void store_release(void* u) { (void)u, ++store_releases; }
 #define EXPECT(cond)                                                  \
@@ -116,6 +123,25 @@ int main(void) {
     EXPECT(mlos_training_set_collective_store(res, &store) == MLOS_OK);
   }
   {
+    /* compare_set: the rank claim calls it first when the caller's struct
+     * has it; a struct of the size before it (V1) is accepted and its
+     * trailing field never read. A world of one on its own handle: the
+     * failing stub store fails the rendezvous either way. */
+    mlos_training_resources_t* solo = NULL;
+    EXPECT(mlos_training_request_resources(&req, &solo) == MLOS_OK);
+    mlos_collective_store_t v1 = {.struct_size = MLOS_COLLECTIVE_STORE_SIZE_V1, .set = store_set,
+                                  .get = store_get, .wait = store_wait, .compare_set = store_compare_set};
+    mlos_collective_store_t v2 = v1, older = v1;
+    v2.struct_size = sizeof v2;
+    older.struct_size = MLOS_COLLECTIVE_STORE_SIZE_V1 - 1;
+    EXPECT(mlos_training_set_collective_store(solo, &older) == MLOS_ERR_VERSION_MISMATCH);
+    EXPECT(mlos_training_set_collective_store(solo, &v1) == MLOS_OK);
+    EXPECT(mlos_training_barrier(solo, 0, 1) != MLOS_OK && compare_sets == 0);
+    EXPECT(mlos_training_set_collective_store(solo, &v2) == MLOS_OK);
+    EXPECT(mlos_training_barrier(solo, 0, 1) != MLOS_OK && compare_sets == 1);
+    EXPECT(mlos_training_release_resources(solo) == MLOS_OK);
+  }
+  {
     mlos_collective_options_t opt = {.struct_size = sizeof opt, .timeout_ms = 1500, .group = "job-7"};
     mlos_collective_options_t bad_timeout = opt, bad_group = opt;
     bad_timeout.timeout_ms = -1;
@@ -146,6 +172,15 @@ int main(void) {
     EXPECT(mlos_training_alltoall(res, NULL, one_each, both, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_alltoall(res, both, one_each, NULL, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_alltoall(res, both, one_each, both, one_each, 0) == MLOS_ERR_INVALID_ARGUMENT);
+    /* Point-to-point: the same, and a refused post leaves *transfer NULL. */
+    mlos_transfer_t* t = (mlos_transfer_t*)&byte;
+    EXPECT(mlos_training_isend(NULL, &byte, 1, 1, 0, 2, &t) == MLOS_ERR_INVALID_HANDLE && t == NULL);
+    EXPECT(mlos_training_isend(res, NULL, 1, 1, 0, 2, &t) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_isend(res, &byte, 1, 1, 0, 2, NULL) == MLOS_ERR_INVALID_ARGUMENT);
+    t = (mlos_transfer_t*)&byte;
+    EXPECT(mlos_training_irecv(res, &byte, 1, 1, 0, 0, &t) == MLOS_ERR_INVALID_ARGUMENT && t == NULL);
+    EXPECT(mlos_training_irecv(NULL, &byte, 1, -1, 0, 2, &t) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_wait_transfer(NULL, NULL) == MLOS_ERR_INVALID_ARGUMENT);
   }
 
   {

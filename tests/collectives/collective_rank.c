@@ -28,6 +28,22 @@
  *                                (31 r + 7 i + k) mod 256, to rank i; none
  *                                when n is 0), checked here, printed as
  *                                {"op":"alltoall","bytes":N,"checked":B}
+ *   mlos_collective_rank transfers  point-to-point: a ring (each rank
+ *                                receives from rank - 1, posted first, and
+ *                                sends to rank + 1) over 0, 1, 13 and 300000
+ *                                bytes of chunk bytes, checked here, printed
+ *                                as {"op":"ring","bytes":N,"peer":N,
+ *                                "checked":B}; then between ranks 0 and 1:
+ *                                three sends of one tag arrive in posting
+ *                                order ({"op":"ordered","checked":B}); a
+ *                                receive from any rank reports its sender
+ *                                ({"op":"any_source","peer":N}); a send
+ *                                posted and completed while an all-reduce of
+ *                                the same handle waits on another thread for
+ *                                the peer, which receives before it joins the
+ *                                all-reduce ({"op":"beside_collective",
+ *                                "checked":B}); the refusals of bad
+ *                                arguments ({"op":"refusals","checked":B})
  *   mlos_collective_rank placement  without binding this thread, joins the
  *                                group, all-reduces 1000 floats 3 times, and
  *                                prints {"cpus":"...","threads":[{"tid":N,
@@ -46,6 +62,7 @@
 #include <mlos/training.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +315,120 @@ static int moves(mlos_training_resources_t* res, int rank, int world) {
   return 0;
 }
 
+/* Posts a transfer and waits for it; the peer's rank into *peer. */
+static int transfer(mlos_training_resources_t* res, int sending, void* data, size_t n, int peer, uint32_t tag,
+                    int world, int* from) {
+  mlos_transfer_t* t = NULL;
+  int rc = sending ? mlos_training_isend(res, data, n, peer, tag, world, &t)
+                   : mlos_training_irecv(res, data, n, peer, tag, world, &t);
+  return rc != MLOS_OK ? rc : mlos_training_wait_transfer(t, from);
+}
+
+struct reducing {
+  mlos_training_resources_t* res;
+  int rc;
+};
+
+static void* reduce_on_thread(void* arg) {
+  struct reducing* r = arg;
+  float v[64];
+  fill(v, 64, 0);
+  r->rc = mlos_training_allreduce(r->res, v, 64, MLOS_REDUCE_SUM);
+  return NULL;
+}
+
+/* The transfers mode's cases between ranks 0 and 1. */
+static int pair_transfers(mlos_training_resources_t* res, int rank, int world) {
+  const int other = 1 - rank;
+  /* Three sends of one tag, received in the order they were posted. */
+  unsigned char msgs[3][100];
+  mlos_transfer_t* ts[3];
+  for (int m = 0; m < 3; ++m) {
+    memset(msgs[m], rank == 0 ? 'a' + m : 0, sizeof msgs[m]);
+    int rc = rank == 0 ? mlos_training_isend(res, msgs[m], sizeof msgs[m], 1, 7, world, &ts[m])
+                       : mlos_training_irecv(res, msgs[m], sizeof msgs[m], 0, 7, world, &ts[m]);
+    if (rc != MLOS_OK) return fail("post of an ordered transfer", rc);
+  }
+  int checked = 1;
+  for (int m = 0; m < 3; ++m) {
+    int rc = mlos_training_wait_transfer(ts[m], NULL);
+    if (rc != MLOS_OK) return fail("wait of an ordered transfer", rc);
+    for (size_t k = 0; k < sizeof msgs[m]; ++k) checked &= msgs[m][k] == 'a' + m;
+  }
+  printf("{\"op\":\"ordered\",\"checked\":%s}\n", checked ? "true" : "false");
+  /* A receive from any rank. */
+  int from = -1, value = rank == 0 ? 4242 : 0;
+  int rc = transfer(res, rank == 0, &value, sizeof value, rank == 0 ? 1 : -1, 9, world, &from);
+  if (rc != MLOS_OK) return fail("any-source transfer", rc);
+  printf("{\"op\":\"any_source\",\"peer\":%d,\"value\":%d}\n", from, value);
+  /* Rank 0's all-reduce waits for rank 1, which first waits for rank 0's
+   * send: posting that send must not wait behind the all-reduce. The pause
+   * only makes it likely that the all-reduce is in flight when it posts. */
+  pthread_t thread;
+  struct reducing reducing = {res, 0};
+  if (rank == 0) {
+    pthread_create(&thread, NULL, reduce_on_thread, &reducing);
+    nanosleep(&(struct timespec){.tv_nsec = 200000000}, NULL);
+  }
+  char word[16] = {0};
+  if (rank == 0) strcpy(word, "beside");
+  rc = transfer(res, rank == 0, word, sizeof word, other, 11, world, NULL);
+  if (rc != MLOS_OK) return fail("transfer beside a collective", rc);
+  if (rank == 1) {
+    reduce_on_thread(&reducing);
+  } else {
+    pthread_join(thread, NULL);
+  }
+  if (reducing.rc != MLOS_OK) return fail("allreduce beside a transfer", reducing.rc);
+  printf("{\"op\":\"beside_collective\",\"checked\":%s}\n", strcmp(word, "beside") == 0 ? "true" : "false");
+  return 0;
+}
+
+/* The transfers mode above. */
+static int transfers(mlos_training_resources_t* res, int rank, int world) {
+  static const size_t sizes[] = {0, 1, 13, 300000};
+  const int left = (rank + world - 1) % world, right = (rank + 1) % world;
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {
+    const size_t n = sizes[s];
+    unsigned char* out = malloc(n + 1);
+    unsigned char* in = malloc(n + 1);
+    for (size_t k = 0; k < n; ++k) out[k] = chunk_byte(rank, right, k);
+    memset(in, 0xee, n + 1);
+    mlos_transfer_t *recv = NULL, *send = NULL;
+    int rc = mlos_training_irecv(res, n ? in : NULL, n, left, (uint32_t)s, world, &recv);
+    if (rc != MLOS_OK) return fail("irecv", rc);
+    rc = mlos_training_isend(res, n ? out : NULL, n, right, (uint32_t)s, world, &send);
+    if (rc != MLOS_OK) return fail("isend", rc);
+    int sent_to = -1, came_from = -1;
+    if ((rc = mlos_training_wait_transfer(send, &sent_to)) != MLOS_OK) return fail("wait for a send", rc);
+    if ((rc = mlos_training_wait_transfer(recv, &came_from)) != MLOS_OK) return fail("wait for a receive", rc);
+    int checked = sent_to == right && in[n] == 0xee;
+    for (size_t k = 0; k < n; ++k) checked &= in[k] == chunk_byte(left, rank, k);
+    printf("{\"op\":\"ring\",\"bytes\":%zu,\"peer\":%d,\"checked\":%s}\n", n, came_from,
+           checked ? "true" : "false");
+    free(in);
+    free(out);
+  }
+  if (rank <= 1 && pair_transfers(res, rank, world) != 0) return 3;
+  if (rank > 1) { /* the all-reduce of pair_transfers needs every rank */
+    struct reducing reducing = {res, 0};
+    reduce_on_thread(&reducing);
+    if (reducing.rc != MLOS_OK) return fail("allreduce beside a transfer", reducing.rc);
+  }
+  /* Refused before anything is posted: no peer waits for them. */
+  mlos_transfer_t* t = NULL;
+  char byte = 0;
+  int refused = mlos_training_isend(res, &byte, 1, rank, 0, world, &t) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_isend(res, &byte, 1, world, 0, world, &t) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_irecv(res, &byte, 1, -2, 0, world, &t) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_irecv(res, NULL, 1, right, 0, world, &t) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_isend(res, &byte, 1, right, 0, world, NULL) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_isend(res, &byte, 1, right, 0, world + 1, &t) == MLOS_ERR_INVALID_ARGUMENT &&
+                mlos_training_wait_transfer(NULL, NULL) == MLOS_ERR_INVALID_ARGUMENT && t == NULL;
+  printf("{\"op\":\"refusals\",\"checked\":%s}\n", refused ? "true" : "false");
+  return 0;
+}
+
 /* One float32 SUM of n elements of rank + 1 in device memory. */
 static int large_device_sum(mlos_training_resources_t* res, size_t n, int rank) {
   float* v = malloc(n * sizeof *v);
@@ -316,8 +447,9 @@ static int large_device_sum(mlos_training_resources_t* res, size_t n, int rank) 
 int main(int argc, char** argv) {
   if (argc != 2 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "loop") != 0 &&
                     strcmp(argv[1], "typed") != 0 && strcmp(argv[1], "placement") != 0 &&
-                    strcmp(argv[1], "device") != 0 && strcmp(argv[1], "moves") != 0)) {
-    fprintf(stderr, "usage: %s check|typed|device|moves|placement|loop\n", argv[0]);
+                    strcmp(argv[1], "device") != 0 && strcmp(argv[1], "moves") != 0 &&
+                    strcmp(argv[1], "transfers") != 0)) {
+    fprintf(stderr, "usage: %s check|typed|device|moves|transfers|placement|loop\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -378,6 +510,8 @@ int main(int argc, char** argv) {
     if (on_device && large != NULL && large_device_sum(res, (size_t)strtoull(large, NULL, 10), rank) != 0) return 3;
   } else if (strcmp(argv[1], "moves") == 0) {
     if (moves(res, rank, world) != 0) return 3;
+  } else if (strcmp(argv[1], "transfers") == 0) {
+    if (transfers(res, rank, world) != 0) return 3;
   } else if (strcmp(argv[1], "placement") == 0) {
     float v[1000];
     for (int i = 0; i < 3; ++i) {

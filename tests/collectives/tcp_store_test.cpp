@@ -127,6 +127,21 @@ TEST(TcpStore, ClientsShareKeysCountersAndWaits) {
   b.wait({"k", "n", "late"});
 }
 
+TEST(TcpStore, CompareSetSetsOnlyAnAbsentOrExpectedValue) {
+  auto server = serve();
+  ASSERT_TRUE(server);
+  TcpStore a("127.0.0.1", server->port(), kPatient);
+  TcpStore b("127.0.0.1", server->port(), kPatient);
+  EXPECT_EQ(text(a.compare_set("claim", {}, bytes("a"))), "a");  // absent: set
+  EXPECT_EQ(text(b.compare_set("claim", {}, bytes("b"))), "a");  // held: unchanged, the holder answered
+  EXPECT_EQ(text(a.compare_set("claim", {}, bytes("a"))), "a");  // the holder again: still its own
+  EXPECT_EQ(text(b.compare_set("claim", bytes("a"), bytes("b"))), "b");  // the expected value: swapped
+  EXPECT_EQ(text(a.get("claim")), "b");
+  // torch's answer for an absent key with an expected value: that value, nothing set.
+  EXPECT_EQ(text(a.compare_set("absent", bytes("x"), bytes("y"))), "x");
+  EXPECT_FALSE(a.check({"absent"}));
+}
+
 TEST(TcpStore, AWaitThatRunsOutIsTimedOutAndTheConnectionStaysUsable) {
   auto server = serve();
   ASSERT_TRUE(server);

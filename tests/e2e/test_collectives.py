@@ -155,6 +155,33 @@ def test_killing_a_rank_mid_loop_fails_the_others_within_the_timeout(tmp_path):
         print(f"survivor saw {err['code']} {delay_ms:.0f} ms after the kill: {err['message'][:120]}")
 
 
+def test_a_rank_given_to_two_processes_is_refused_and_freed_when_its_holder_dies(tmp_path):
+    """FileStore: ranks 0 and 1 run; a second process given rank 1 is
+    refused at once with INVALID_ARGUMENT (the first holds the rank's lock
+    in the store's directory) and the running ranks go on. Once they are
+    gone the lock dies with them: a new process given rank 1 in the same
+    group and directory is not refused (alone, it then waits for rank 0 and
+    times out)."""
+    procs = [start(tmp_path, r, 2, "loop") for r in range(2)]
+    try:
+        for p in procs:
+            ready = p.stdout.readline()
+            assert '"ready"' in ready, ready + p.stdout.read()
+        twin = start(tmp_path, 1, 2, "check")
+        out = twin.communicate(timeout=60)[0]
+        assert twin.returncode == 3, out
+        err = lines(out)[-1]
+        assert err["code"] == ERR_INVALID_ARGUMENT and "rank 1 is already taken" in err["message"], err
+        assert all(p.poll() is None for p in procs), "the running ranks stopped"
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    again = start(tmp_path, 1, 2, "check", MLOS_COLLECTIVE_TIMEOUT_MS=1500)
+    out = again.communicate(timeout=60)[0]
+    err = lines(out)[-1]
+    assert err["code"] != ERR_INVALID_ARGUMENT and "already taken" not in err["message"], err
+
 
 def test_typed_allreduce_for_every_dtype_and_op(tmp_path):
     world = 3
@@ -197,6 +224,31 @@ def test_broadcast_allgather_and_alltoall_move_every_byte(tmp_path, world):
             assert c["fnv"] == fnv(pattern(c["root"], n)), c
         else:
             assert c["fnv"] == fnv(b"".join(pattern(r, n) for r in range(world))), c
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_point_to_point_transfers_arrive_in_order_and_beside_a_collective(tmp_path, world):
+    """A ring of sends and receives over 0, 1, 13 and 300000 bytes, checked
+    byte for byte by each receiver; between ranks 0 and 1: three sends of
+    one tag arrive in posting order, a receive from any rank names its
+    sender, a send completes while an all-reduce of the same handle waits
+    on another thread (posting it must not queue behind the collective, or
+    both ranks would wait out the timeout); bad arguments are refused."""
+    procs = [start(tmp_path, r, world, "transfers") for r in range(world)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, outs
+    for rank, out in enumerate(outs):
+        cases = lines(out)
+        rings = [c for c in cases if c["op"] == "ring"]
+        assert [c["bytes"] for c in rings] == [0, 1, 13, 300000], out
+        assert all(c["checked"] and c["peer"] == (rank - 1) % world for c in rings), out
+        by_op = {c["op"]: c for c in cases}
+        assert by_op["refusals"]["checked"] is True, out
+        if rank <= 1:
+            assert by_op["ordered"]["checked"] is True, out
+            assert by_op["beside_collective"]["checked"] is True, out
+            assert by_op["any_source"]["value"] == 4242, out
+            assert by_op["any_source"]["peer"] == 1 - rank, out
 
 
 def test_group_threads_run_on_the_allocation_and_communication_is_profiled(tmp_path):

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import build_dir
 
-ERR_TIMEOUT, ERR_IO = -17, -19
+ERR_INVALID_ARGUMENT, ERR_TIMEOUT, ERR_IO = -1, -17, -19
 VALIDATE, PING = b"\x00", b"\x0d"
 MAGIC = struct.pack("<I", 0x3C85F7CE)
 RANK_TIMEOUT_MS = 20000  # generous: a busy 2-core machine is slow, never wrong
@@ -63,8 +63,13 @@ def rank_env(tmp_path, rank, world, **extra):
 
 def start(tmp_path, rank, world, **extra):
     """A C rank doing a barrier and all-reduces of every op ("check")."""
+    return start_mode(tmp_path, rank, world, "check", **extra)
+
+
+def start_mode(tmp_path, rank, world, mode, **extra):
+    """A C rank of tests/collectives/collective_rank.c in `mode`."""
     (tmp_path / "runtime").mkdir(exist_ok=True)
-    return subprocess.Popen([str(build_dir() / "bin" / "mlos_collective_rank"), "check"],
+    return subprocess.Popen([str(build_dir() / "bin" / "mlos_collective_rank"), mode],
                             env=rank_env(tmp_path, rank, world, **extra), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
@@ -318,3 +323,27 @@ def test_hostile_bytes_do_not_bring_down_the_store_rank_zero_serves(tmp_path):
     finally:
         rank0.kill()
         rank0.wait(30)
+
+
+def test_a_rank_given_to_two_processes_is_refused(tmp_path):
+    """Ranks 0 and 1 run; a second process given rank 1 is refused at once
+    with INVALID_ARGUMENT naming the holder (its claim in the store), and
+    the running ranks are not disturbed."""
+    port = free_port()
+    store = f"tcp://127.0.0.1:{port}"
+    procs = [start_mode(tmp_path, r, 2, "loop", MLOS_STORE=store) for r in range(2)]
+    try:
+        for p in procs:
+            ready = p.stdout.readline()
+            assert '"ready"' in ready, ready + p.stdout.read()
+        twin = start_mode(tmp_path, 1, 2, "loop", MLOS_STORE=store)
+        out = twin.communicate(timeout=60)[0]
+        assert twin.returncode == 3, out
+        error = lines(out)[-1]
+        assert error["code"] == ERR_INVALID_ARGUMENT, error
+        assert "rank 1 is already taken" in error["message"] and f":{procs[1].pid}:" in error["message"], error
+        assert all(p.poll() is None for p in procs), "the running ranks stopped"
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()

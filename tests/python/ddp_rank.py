@@ -12,8 +12,11 @@
                             holds, an unsharded reference's parameters and
                             how far training moved them
   ddp_rank.py ops           every operation the mlos backend has, through the
-                            torch.distributed API, results printed for the
-                            test to check; then the refusals
+                            torch.distributed API (sends and receives too),
+                            results printed for the test to check; then the
+                            refusals, the profile, and the CPUs of the
+                            backend's threads (started from a thread
+                            confined to one CPU)
   ddp_rank.py die           all-reduces until a failure; rank 1 exits after
                             the third; prints the survivor's error and time
 Rank, world size and the store from torch's environment (RANK, WORLD_SIZE,
@@ -103,6 +106,10 @@ def fsdp(backend):
 def ops():
     rank, world = init("mlos")
     emit(case="backend", name=str(dist.get_backend()))
+    # The backend's threads start at the first operation, from a thread
+    # confined to one CPU here: they must still get the job's CPUs.
+    job_cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(job_cpus)})
     for op in ("SUM", "PRODUCT", "MIN", "MAX", "AVG"):
         t = torch.arange(6, dtype=torch.float64) + rank + 1
         dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
@@ -149,6 +156,28 @@ def ops():
                            input_split_sizes=[rank + 1] * world)
     emit(case="all_to_all_single_uneven", values=out.tolist())
     dist.barrier()
+    # Point-to-point: a ring through batch_isend_irecv (each rank sends
+    # its rank to the next), then tags matched out of posting order and a
+    # blocking send into a non-contiguous receive between ranks 0 and 1.
+    right, left = (rank + 1) % world, (rank - 1) % world
+    got = torch.zeros(3, dtype=torch.int64)
+    for w in dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, left),
+                                     dist.P2POp(dist.isend, torch.full((3,), rank, dtype=torch.int64), right)]):
+        w.wait()
+    emit(case="ring", values=got.tolist())
+    if rank == 0:
+        works = [dist.isend(torch.tensor([5.0]), 1, tag=5), dist.isend(torch.tensor([6.0]), 1, tag=6)]
+        dist.send(torch.arange(6, dtype=torch.float32).reshape(2, 3), 1)
+        for w in works:
+            w.wait()
+    elif rank == 1:
+        six, five = torch.zeros(1), torch.zeros(1)
+        six_work = dist.irecv(six, 0, tag=6)  # posted first, matched by tag
+        dist.recv(five, 0, tag=5)
+        six_work.wait()
+        t = torch.zeros(3, 2).t()  # non-contiguous: received through a copy
+        dist.recv(t, 0)
+        emit(case="tags", five=five.item(), six=six.item(), values=t.tolist())
     sub = dist.new_group(list(range(world - 1, -1, -1)))  # every rank, its own group
     t = torch.ones(3) * (rank + 1)
     dist.all_reduce(t, group=sub)
@@ -162,13 +191,32 @@ def ops():
             emit(case="refused", what=name, type=type(e).__name__, error=str(e)[:300])
     prof = mlos_training_profile()
     emit(case="profile", **prof)
+    backend = default_backend()
+    emit(case="threads", job_cpus=sorted(job_cpus), starter_cpus=sorted(os.sched_getaffinity(0)),
+         threads=thread_cpus(backend.thread_ids))
+    os.sched_setaffinity(0, job_cpus)
     dist.destroy_process_group()
+
+
+def default_backend():
+    return dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
 
 
 def mlos_training_profile():
     """The communication counters of the default group's allocation."""
-    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
-    return {k: v for k, v in backend._group.resources.phase_profile().items() if "collective" in k}
+    return {k: v for k, v in default_backend()._group.resources.phase_profile().items() if "collective" in k}
+
+
+def thread_cpus(tids):
+    """{"name/tid": Cpus_allowed_list} of these threads of this process, as
+    /proc shows them."""
+    found = {}
+    for tid in tids:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            name = f.read().strip()
+        with open(f"/proc/self/task/{tid}/status") as f:
+            found[f"{name}/{tid}"] = next(line.split()[1] for line in f if line.startswith("Cpus_allowed_list"))
+    return found
 
 
 def die():

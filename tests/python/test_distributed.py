@@ -190,3 +190,27 @@ def test_a_missing_rank_is_a_timeout_and_a_single_rank_group_works(tmp_path, mon
         assert e.value.code == ERR_UNSUPPORTED and "meta" in str(e.value)
         with pytest.raises(mlos_training.MLOSError):
             pg.all_reduce(t, op="XOR")
+
+
+def test_a_rank_given_to_two_processes_is_refused_through_torchs_store(tmp_path):
+    """Ranks meet in a torch TCPStore (MASTER_ADDR/MASTER_PORT, rank 0
+    serves it), reached through the caller-store callbacks: a second
+    process given rank 1 is refused with INVALID_ARGUMENT by the claim the
+    library makes with the store's compare_set; the running ranks go on."""
+    port = free_port()
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PG_TIMEOUT": 60}
+    procs = [start(tmp_path, r, 2, "loop", **env) for r in range(2)]
+    try:
+        for p in procs:
+            ready = p.stdout.readline()
+            assert '"ready"' in ready, ready + p.stdout.read() + p.stderr.read()
+        twin = start(tmp_path, 1, 2, "loop", **env)
+        out, err = twin.communicate(timeout=90)
+        assert twin.returncode == 3, out + err
+        error = json.loads(out.splitlines()[-1])
+        assert error["code"] == ERR_INVALID_ARGUMENT and "rank 1 is already taken" in error["message"], error
+        assert all(p.poll() is None for p in procs), "the running ranks stopped"
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from conftest import HERE, clean_env
+from mlos_training.cpu_list import parse_cpu_list
 from test_distributed import free_port
 
 
@@ -98,11 +99,23 @@ def test_every_operation_through_the_torch_api(tmp_path):
         assert cases["all_to_all"][0]["values"] == [[r * 100 + rank] * (r + rank + 1) for r in range(world)]
         assert cases["all_to_all_single"][0]["values"] == [[float(r), float(rank)] for r in range(world)]
         assert cases["all_to_all_single_uneven"][0]["values"] == [float(r) for r in range(world) for _ in range(r + 1)]
+        assert cases["ring"][0]["values"] == [(rank - 1) % world] * 3
+        if rank == 1:
+            assert cases["tags"][0] == {"case": "tags", "five": 5.0, "six": 6.0,
+                                        "values": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}
         assert cases["new_group"][0]["values"] == [6.0] * 3
         refused = {c["what"]: c for c in cases["refused"]}
         assert refused["BAND"]["type"] == "DistBackendError" and "BAND" in refused["BAND"]["error"], refused
         assert refused["short output"]["type"] == "DistBackendError", refused
         assert "all_gather_into_tensor" in refused["short output"]["error"], refused
+        # The worker thread (collectives) and the transfer thread run on the
+        # job's CPUs, as /proc shows, though a thread confined to one CPU
+        # started them (what would otherwise be inherited).
+        threads = cases["threads"][0]
+        assert len(threads["starter_cpus"]) == 1, threads
+        assert {n.split("/")[0] for n in threads["threads"]} == {"mlos-c10d", "mlos-c10d-p2p"}, threads
+        for name, allowed in threads["threads"].items():
+            assert sorted(parse_cpu_list(allowed)) == threads["job_cpus"], (name, allowed, threads)
         prof = cases["profile"][0]
         assert prof["collective_calls"] >= 5 + 1 + 1 + world + 1 + 1 + world + 2 + 3 + 1 + 1, (rank, prof)
         assert prof["collective_bytes"] > 0
@@ -131,3 +144,18 @@ def test_under_torchrun(tmp_path):
     params = [json.loads([line for line in o.read_text().splitlines() if line.startswith("{")][-1])["params"]
               for o in outs]
     assert params[0] == params[1]
+
+
+def test_oversubscription_advice():
+    """The warning the backend gives at creation: 2 ranks of 2 threads on 2
+    shared CPUs overfill them (what slows DDP here, docs/benchmarks.md);
+    1 thread each fits; ranks a launcher confined to 1 CPU each fit with 1
+    thread and not with 2; without LOCAL_WORLD_SIZE (0) nothing is said."""
+    from mlos_training.torch_backend import oversubscription_advice
+    advice = oversubscription_advice(2, 2, 2, 2)
+    assert advice and "OMP_NUM_THREADS=1" in advice and "mlos run" in advice
+    assert oversubscription_advice(2, 1, 2, 2) is None
+    assert oversubscription_advice(2, 1, 1, 2) is None
+    assert "OMP_NUM_THREADS=1" in oversubscription_advice(2, 2, 1, 2)
+    assert oversubscription_advice(0, 8, 2, 2) is None
+    assert oversubscription_advice(4, 4, 16, 16) is None
