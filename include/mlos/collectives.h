@@ -96,6 +96,18 @@ MLOS_API int mlos_training_broadcast(mlos_training_resources_t* resources, void*
 MLOS_API int mlos_training_allgather(mlos_training_resources_t* resources, const void* input, void* output,
                                      size_t bytes, int world_size);
 
+/* Every rank's `bytes` bytes at `input`, in rank order, into rank
+ * `root`'s `output` (world_size * bytes); `output` is not used elsewhere
+ * (may be NULL). `input` and `output` must not overlap. */
+MLOS_API int mlos_training_gather(mlos_training_resources_t* resources, const void* input, void* output,
+                                  size_t bytes, int root, int world_size);
+
+/* Rank `root`'s `input` (world_size chunks of `bytes`, chunk i for rank i)
+ * into every rank's `output` (`bytes`); `input` is not used elsewhere (may
+ * be NULL). `input` and `output` must not overlap. */
+MLOS_API int mlos_training_scatter(mlos_training_resources_t* resources, const void* input, void* output,
+                                   size_t bytes, int root, int world_size);
+
 /* Personalised exchange: `input` holds world_size chunks back to back in
  * rank order, chunk i (send_bytes[i] bytes) going to rank i; `output`
  * receives from every rank r its chunk for this rank (recv_bytes[r] bytes),

@@ -20,17 +20,17 @@ get_future().done().)
 Built: allreduce (SUM, PRODUCT, MIN, MAX, AVG), reduce, broadcast,
 allgather (and all_gather_into_tensor), reduce_scatter (and
 reduce_scatter_tensor; both also coalesced, as FSDP2 calls them),
-all_to_all (and all_to_all_single, even or uneven splits), barrier,
-send and recv (isend/irecv, batch_isend_irecv). reduce and reduce_scatter
+all_to_all (and all_to_all_single, even or uneven splits), gather,
+scatter, barrier, send and recv (isend/irecv, batch_isend_irecv).
+reduce and reduce_scatter
 run as an all-reduce of a copy and keep their part, as torch's Gloo
 backend does. send and recv are posted at once on the calling thread
 (Gloo's unbound buffers, as torch's Gloo backend does) and complete on a
 thread of their own, so a send never waits behind the queued collectives
 nor a receive behind a send. CPU tensors; a CUDA tensor only through
 allreduce (the library reduces it through NCCL or staged, docs/gpu.md),
-every other op refuses it naming the op. Other ops (gather, scatter, recv
-from any source: torch cannot report the sender of a Python backend's
-receive) are torch's default ("not supported")."""
+every other op refuses it naming the op. recv from any source is torch's default ("not supported"): torch cannot
+ask a Python backend's work which rank sent."""
 import concurrent.futures
 import ctypes
 import datetime
@@ -232,6 +232,51 @@ class MLOSBackend(_C10dBackend):
             output.copy_(out)
 
     all_gather_single = _allgather_base
+
+    def gather(self, output_tensors, input_tensors, opts):
+        root = opts.rootRank
+
+        def run():
+            for i, t in enumerate(input_tensors):
+                mine = _flat_bytes(t, "gather")
+                n = self._nbytes(mine)
+                if self.rank() != root:
+                    self._move(lambda h: _core.gather(h, mine.data_ptr(), 0, n, root, self.size()))
+                    continue
+                outs = output_tensors[i]
+                if len(outs) != self.size():
+                    raise MLOSError(CODES["INVALID_ARGUMENT"], f"gather: {len(outs)} outputs for "
+                                                               f"{self.size()} ranks")
+                for o in outs:
+                    _flat_bytes(o, "gather")  # refuses a GPU output before the exchange
+                flat = torch.empty(n * self.size(), dtype=torch.uint8)
+                self._move(lambda h: _core.gather(h, mine.data_ptr(), flat.data_ptr(), n, root, self.size()))
+                for r, out in enumerate(outs):
+                    out.copy_(flat[r * n:(r + 1) * n].view(t.dtype).view(out.shape))
+        return self._run("gather", output_tensors, run)
+
+    def scatter(self, output_tensors, input_tensors, opts):
+        root = opts.rootRank
+
+        def run():
+            for i, out in enumerate(output_tensors):
+                mine = _flat_bytes(out, "scatter")
+                n = self._nbytes(mine)
+                whole = 0
+                if self.rank() == root:
+                    ins = input_tensors[i]
+                    if len(ins) != self.size():
+                        raise MLOSError(CODES["INVALID_ARGUMENT"], f"scatter: {len(ins)} inputs for "
+                                                                   f"{self.size()} ranks")
+                    flat = torch.cat([_byte_view(_flat_bytes(x, "scatter")) for x in ins])
+                    if flat.numel() != n * self.size():
+                        raise MLOSError(CODES["INVALID_ARGUMENT"], f"scatter: the inputs hold {flat.numel()} "
+                                                                   f"bytes, not {self.size()} x {n}")
+                    whole = flat.data_ptr()
+                self._move(lambda h: _core.scatter(h, whole, mine.data_ptr(), n, root, self.size()))
+                if mine is not out:
+                    out.copy_(mine)
+        return self._run("scatter", output_tensors, run)
 
     def reduce(self, tensors, opts):
         op, root = _op_name(opts.reduceOp), opts.rootRank

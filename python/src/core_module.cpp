@@ -213,6 +213,17 @@ NB_MODULE(_core, m) {
     return mlos_training_allgather(handle(h), reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
                                    bytes, world_size);
   });
+  // output (gather) or input (scatter): the root's world_size * bytes; 0 elsewhere.
+  m.def("gather", [](uintptr_t h, uintptr_t input, uintptr_t output, size_t bytes, int root, int world_size) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_gather(handle(h), reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
+                                bytes, root, world_size);
+  });
+  m.def("scatter", [](uintptr_t h, uintptr_t input, uintptr_t output, size_t bytes, int root, int world_size) {
+    nb::gil_scoped_release unlocked;
+    return mlos_training_scatter(handle(h), reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output),
+                                 bytes, root, world_size);
+  });
   // send_bytes/recv_bytes: world_size counts each.
   m.def("alltoall", [](uintptr_t h, uintptr_t input, const std::vector<size_t>& send_bytes, uintptr_t output,
                        const std::vector<size_t>& recv_bytes) {

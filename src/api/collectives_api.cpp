@@ -121,6 +121,56 @@ int mlos_training_allgather(mlos_training_resources_t* resources, const void* in
   });
 }
 
+namespace {
+
+// gather's and scatter's shared checks; `whole` (world_size * bytes) is
+// only the root's, so it is checked where the group knows this rank.
+int rooted(mlos_training_resources_t* resources, const char* what, const void* part, const void* whole,
+           size_t bytes, int root, int world_size,
+           const std::function<mlos::Status(mlos::collectives::ProcessGroup&)>& move) {
+  auto job = find_job(resources);
+  if (!job) return mlos_last_error();
+  if (int refused = refuse_moved_bytes(what, {part}, bytes, world_size)) return refused;
+  if (root < 0 || root >= world_size) {
+    return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, std::string(what) + ": need 0 <= root < world_size, got root " +
+                                                                  std::to_string(root)));
+  }
+  const size_t whole_bytes = bytes * static_cast<size_t>(world_size);
+  return mlos::to_code(mlos::CollectiveGroups::instance().with_group(
+      resources, *job, -1, world_size, whole_bytes, group_placement_of(resources),
+      [&](mlos::collectives::ProcessGroup& g) -> mlos::Status {
+        if (g.rank() == root && bytes > 0) {
+          if (int refused = refuse_moved_bytes(what, {whole}, whole_bytes, world_size)) {
+            return mlos::make_error(refused, mlos_last_error_message());
+          }
+          const auto* a = static_cast<const char*>(part);
+          const auto* b = static_cast<const char*>(whole);
+          if (a < b + whole_bytes && b < a + bytes) {
+            return mlos::make_error(MLOS_ERR_INVALID_ARGUMENT, std::string(what) + ": input and output overlap");
+          }
+        }
+        return move(g);
+      }));
+}
+
+}  // namespace
+
+int mlos_training_gather(mlos_training_resources_t* resources, const void* input, void* output, size_t bytes,
+                         int root, int world_size) {
+  return guarded([&] {
+    return rooted(resources, "gather", input, output, bytes, root, world_size,
+                  [&](mlos::collectives::ProcessGroup& g) { return g.gather(input, bytes, output, root); });
+  });
+}
+
+int mlos_training_scatter(mlos_training_resources_t* resources, const void* input, void* output, size_t bytes,
+                          int root, int world_size) {
+  return guarded([&] {
+    return rooted(resources, "scatter", output, input, bytes, root, world_size,
+                  [&](mlos::collectives::ProcessGroup& g) { return g.scatter(input, bytes, output, root); });
+  });
+}
+
 int mlos_training_alltoall(mlos_training_resources_t* resources, const void* input, const size_t* send_bytes,
                            void* output, const size_t* recv_bytes, int world_size) {
   return guarded([&] {

@@ -24,10 +24,12 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
+#include <gloo/gather.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/redis_store.h>
+#include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
 
 namespace mlos::collectives {
@@ -384,6 +386,39 @@ Status ProcessGroup::broadcast(void* data, size_t bytes, int root) {
     o.setTag(next_tag_++);
     o.setTimeout(config_.timeout);
     gloo::broadcast(o);
+  });
+}
+
+Status ProcessGroup::gather(const void* mine, size_t bytes, void* all, int root) {
+  if (bytes == 0) return barrier();
+  return guarded("gather", [&] {
+    gloo::GatherOptions o(context_);
+    // Gloo never writes the input; its signature takes a non-const pointer.
+    o.setInput(static_cast<char*>(const_cast<void*>(mine)), bytes);
+    if (rank() == root) o.setOutput(static_cast<char*>(all), bytes * static_cast<size_t>(world_size()));
+    o.setRoot(root);
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::gather(o);
+  });
+}
+
+Status ProcessGroup::scatter(const void* all, size_t bytes, void* mine, int root) {
+  if (bytes == 0) return barrier();
+  return guarded("scatter", [&] {
+    gloo::ScatterOptions o(context_);
+    if (rank() == root) {
+      std::vector<char*> chunks;
+      for (int r = 0; r < world_size(); ++r) {
+        chunks.push_back(static_cast<char*>(const_cast<void*>(all)) + static_cast<size_t>(r) * bytes);
+      }
+      o.setInputs(chunks, bytes);
+    }
+    o.setOutput(static_cast<char*>(mine), bytes);
+    o.setRoot(root);
+    o.setTag(next_tag_++);
+    o.setTimeout(config_.timeout);
+    gloo::scatter(o);
   });
 }
 

@@ -71,6 +71,12 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // Rank `root`'s `bytes` bytes at `data`, to every rank's `data`
   // (0 <= root < world_size, checked by the caller). bytes 0: a barrier.
   Status broadcast(void* data, size_t bytes, int root);
+  // Every rank's `bytes` at `mine`, in rank order, into rank `root`'s
+  // `all` (world_size * bytes; unused elsewhere). bytes 0: a barrier.
+  Status gather(const void* mine, size_t bytes, void* all, int root);
+  // Chunk i of rank `root`'s `all` (world_size * bytes; unused elsewhere)
+  // into rank i's `mine` (bytes). bytes 0: a barrier.
+  Status scatter(const void* all, size_t bytes, void* mine, int root);
   // Chunk i of `in` (send_bytes[i] bytes) to rank i; from rank r, its
   // chunk for this rank into `out` (recv_bytes[r] bytes), chunks back to
   // back in rank order. Both vectors hold world_size counts (checked by

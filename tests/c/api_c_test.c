@@ -153,8 +153,8 @@ int main(void) {
     EXPECT(mlos_training_set_collective_options(res, NULL) == MLOS_OK);
   }
   {
-    /* Broadcast, all-gather and all-to-all: refused arguments never reach a
-     * group. */
+    /* Broadcast, all-gather, all-to-all, gather and scatter: refused
+     * arguments never reach a group. */
     char byte = 0, both[2] = {0, 0};
     EXPECT(mlos_training_broadcast(NULL, &byte, 1, 0, 1) == MLOS_ERR_INVALID_HANDLE);
     EXPECT(mlos_training_broadcast(res, NULL, 1, 0, 1) == MLOS_ERR_INVALID_ARGUMENT);
@@ -172,6 +172,12 @@ int main(void) {
     EXPECT(mlos_training_alltoall(res, NULL, one_each, both, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_alltoall(res, both, one_each, NULL, one_each, 2) == MLOS_ERR_INVALID_ARGUMENT);
     EXPECT(mlos_training_alltoall(res, both, one_each, both, one_each, 0) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_gather(NULL, &byte, both, 1, 0, 2) == MLOS_ERR_INVALID_HANDLE);
+    EXPECT(mlos_training_gather(res, NULL, both, 1, 0, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_gather(res, &byte, both, 1, 2, 2) == MLOS_ERR_INVALID_ARGUMENT); /* root outside */
+    EXPECT(mlos_training_scatter(res, both, NULL, 1, 0, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_scatter(res, both, &byte, 1, -1, 2) == MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT(mlos_training_scatter(res, both, &byte, 1, 0, 0) == MLOS_ERR_INVALID_ARGUMENT);
     /* Point-to-point: the same, and a refused post leaves *transfer NULL. */
     mlos_transfer_t* t = (mlos_transfer_t*)&byte;
     EXPECT(mlos_training_isend(NULL, &byte, 1, 1, 0, 2, &t) == MLOS_ERR_INVALID_HANDLE && t == NULL);

@@ -27,7 +27,11 @@
  *                                chunks (rank r sends n + r + 2 i bytes,
  *                                (31 r + 7 i + k) mod 256, to rank i; none
  *                                when n is 0), checked here, printed as
- *                                {"op":"alltoall","bytes":N,"checked":B}
+ *                                {"op":"alltoall","bytes":N,"checked":B};
+ *                                then mlos_training_gather to and
+ *                                mlos_training_scatter from every root,
+ *                                checked here, printed as {"op":"gather"|
+ *                                "scatter","root":N,"bytes":N,"checked":B}
  *   mlos_collective_rank transfers  point-to-point: a ring (each rank
  *                                receives from rank - 1, posted first, and
  *                                sends to rank + 1) over 0, 1, 13 and 300000
@@ -281,6 +285,37 @@ static int uneven_alltoall(mlos_training_resources_t* res, int rank, int world, 
   return 0;
 }
 
+/* Gather to and scatter from `root` of n bytes per rank, checked here:
+ * the root holds every rank's pattern in rank order, and rank i gets the
+ * root's chunk i; elsewhere the root-only buffer is not touched. */
+static int rooted_moves(mlos_training_resources_t* res, int rank, int world, int root, size_t n) {
+  unsigned char* one = malloc(n + 1);
+  unsigned char* all = malloc(n * (size_t)world + 1);
+  pattern(one, n, rank);
+  memset(all, 0xee, n * (size_t)world + 1);
+  int rc = mlos_training_gather(res, n ? one : NULL, n ? all : NULL, n, root, world);
+  if (rc != MLOS_OK) return fail("gather", rc);
+  int checked = 1;
+  for (int r = 0; r < world; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      const unsigned char want = rank == root ? (unsigned char)((31u * (unsigned)r + k) & 0xffu) : 0xee;
+      checked &= all[(size_t)r * n + k] == want;
+    }
+  }
+  printf("{\"op\":\"gather\",\"root\":%d,\"bytes\":%zu,\"checked\":%s}\n", root, n, checked ? "true" : "false");
+  for (int i = 0; i < world; ++i)
+    for (size_t k = 0; k < n; ++k) all[(size_t)i * n + k] = chunk_byte(rank, i, k);
+  memset(one, 0xee, n + 1);
+  rc = mlos_training_scatter(res, n && rank == root ? all : NULL, n ? one : NULL, n, root, world);
+  if (rc != MLOS_OK) return fail("scatter", rc);
+  checked = one[n] == 0xee;
+  for (size_t k = 0; k < n; ++k) checked &= one[k] == chunk_byte(root, rank, k);
+  printf("{\"op\":\"scatter\",\"root\":%d,\"bytes\":%zu,\"checked\":%s}\n", root, n, checked ? "true" : "false");
+  free(one);
+  free(all);
+  return 0;
+}
+
 /* The moves mode above. */
 static int moves(mlos_training_resources_t* res, int rank, int world) {
   static const size_t sizes[] = {0, 1, 13, 300000};
@@ -305,6 +340,9 @@ static int moves(mlos_training_resources_t* res, int rank, int world) {
     if (rc != MLOS_OK) return fail("allgather in place", rc);
     print_fnv("allgather_in_place", -1, n, all, n * (size_t)world);
     if ((rc = uneven_alltoall(res, rank, world, n)) != 0) return rc;
+    for (int root = 0; root < world; ++root) {
+      if ((rc = rooted_moves(res, rank, world, root, n)) != 0) return rc;
+    }
     free(one);
     free(all);
   }

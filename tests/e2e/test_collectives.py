@@ -203,22 +203,24 @@ def pattern(rank, n):
 
 
 @pytest.mark.parametrize("world", [2, 3])
-def test_broadcast_allgather_and_alltoall_move_every_byte(tmp_path, world):
+def test_broadcast_allgather_alltoall_gather_and_scatter_move_every_byte(tmp_path, world):
     """Broadcast from every root and all-gather (input apart and in place)
     over 0, 1, 13 and 300000 bytes: every rank holds the root's bytes, or
     every rank's in rank order (checked through a hash of what it holds);
     an uneven all-to-all of about as many bytes per chunk, checked byte for
-    byte by each rank, and refused over overlapping buffers."""
+    byte by each rank, and refused over overlapping buffers; gather to and
+    scatter from every root, checked byte for byte by each rank (the root's
+    buffer untouched on the others)."""
     procs = [start(tmp_path, r, world, "moves") for r in range(world)]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0] * world, outs
     results = [lines(o) for o in outs]
     assert all(r == results[0] for r in results), "ranks disagree"
     cases = results[0]
-    assert len(cases) == 4 * (world + 3)
+    assert len(cases) == 4 * (3 * world + 3)
     for c in cases:
         n = c["bytes"]
-        if c["op"] == "alltoall":  # each rank holds its own chunks: checked byte for byte by the rank
+        if c["op"] in ("alltoall", "gather", "scatter"):  # checked byte for byte by each rank
             assert c["checked"] is True, c
         elif c["op"] == "broadcast":
             assert c["fnv"] == fnv(pattern(c["root"], n)), c

@@ -155,6 +155,14 @@ def ops():
                            output_split_sizes=[r + 1 for r in range(world)],
                            input_split_sizes=[rank + 1] * world)
     emit(case="all_to_all_single_uneven", values=out.tolist())
+    for root in (0, world - 1):
+        outs = [torch.zeros(2, dtype=torch.float64) for _ in range(world)] if rank == root else None
+        dist.gather(torch.tensor([rank, rank * 10.0], dtype=torch.float64), outs, dst=root)
+        emit(case="gather", root=root, values=[o.tolist() for o in outs] if outs else None)
+        got = torch.zeros(3, dtype=torch.int32)
+        ins = [torch.full((3,), root * 100 + r, dtype=torch.int32) for r in range(world)] if rank == root else None
+        dist.scatter(got, ins, src=root)
+        emit(case="scatter", root=root, values=got.tolist())
     dist.barrier()
     # Point-to-point: a ring through batch_isend_irecv (each rank sends
     # its rank to the next), then tags matched out of posting order and a

@@ -99,6 +99,10 @@ def test_every_operation_through_the_torch_api(tmp_path):
         assert cases["all_to_all"][0]["values"] == [[r * 100 + rank] * (r + rank + 1) for r in range(world)]
         assert cases["all_to_all_single"][0]["values"] == [[float(r), float(rank)] for r in range(world)]
         assert cases["all_to_all_single_uneven"][0]["values"] == [float(r) for r in range(world) for _ in range(r + 1)]
+        for c in cases["gather"]:
+            assert c["values"] == ([[float(r), r * 10.0] for r in range(world)] if rank == c["root"] else None), c
+        assert [(c["root"], c["values"]) for c in cases["scatter"]] == \
+            [(root, [root * 100 + rank] * 3) for root in (0, world - 1)]
         assert cases["ring"][0]["values"] == [(rank - 1) % world] * 3
         if rank == 1:
             assert cases["tags"][0] == {"case": "tags", "five": 5.0, "six": 6.0,
