@@ -158,8 +158,8 @@ std::string describe_keys(const std::vector<std::string>& keys) {
 }
 
 // One connection attempt to each address of host:port in turn: the
-// connected socket (non-blocking, TCP_NODELAY), or -1 with the reason.
-int connect_once(const std::string& host, uint16_t port, const Deadline& d, std::string* why) {
+// connected socket (non-blocking, TCP_NODELAY), or none with the reason.
+os::UniqueFd connect_once(const std::string& host, uint16_t port, const Deadline& d, std::string* why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -168,32 +168,31 @@ int connect_once(const std::string& host, uint16_t port, const Deadline& d, std:
   const std::string service = std::to_string(port);
   if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
     *why = "cannot resolve " + host + ": " + (rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc));
-    return -1;
+    return {};
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
   for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    os::UniqueFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) {
       *why = "socket: " + errno_text(errno);
       continue;
     }
-    int err = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+    int err = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
     if (err == EINPROGRESS || err == EINTR) {
       err = ETIMEDOUT;
-      if (ready_before(fd, POLLOUT, d)) {
+      if (ready_before(fd.get(), POLLOUT, d)) {
         socklen_t len = sizeof err;
-        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       }
     }
     if (err == 0) {
       const int one = 1;
-      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small requests, one at a time
+      (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small requests, one at a time
       return fd;
     }
     *why = "connect: " + errno_text(err);
-    ::close(fd);
   }
-  return -1;
+  return {};
 }
 
 // VALIDATE (torch's server drops a connection whose first request is
@@ -212,29 +211,27 @@ void handshake(int fd, const Deadline& d) {
 
 // A connected, validated socket. With `retry`, a failed attempt (refused,
 // reset, closed during the handshake) is repeated with growing, jittered
-// pauses until the deadline; without, a failed connect returns -1.
-int open_connection(const std::string& host, uint16_t port, const std::string& address, milliseconds timeout,
+// pauses until the deadline; without, a failed connect returns none.
+os::UniqueFd open_connection(const std::string& host, uint16_t port, const std::string& address, milliseconds timeout,
                     bool retry) {
   const Deadline d = Deadline::after(timeout);
   std::minstd_rand jitter(std::random_device{}());
   milliseconds backoff = kFirstBackoff;
   std::string why;
   for (int attempts = 1;; ++attempts) {
-    const int fd = connect_once(host, port, d, &why);
-    if (fd >= 0) {
+    os::UniqueFd fd = connect_once(host, port, d, &why);
+    if (fd.valid()) {
       try {
-        handshake(fd, d);
+        handshake(fd.get(), d);
         return fd;
       } catch (const NotATcpStore& e) {
-        ::close(fd);
         throw std::runtime_error("something answers at " + address + ", but not as a TCPStore: " + e.what());
       } catch (const WireError& e) {
-        ::close(fd);
         why = std::string("handshake: ") + e.what();
         if (!retry) throw std::runtime_error("TCPStore at " + address + ": " + why);
       }
     } else if (!retry) {
-      return -1;
+      return {};
     }
     if (d.passed()) {
       throw std::runtime_error("connecting to the TCPStore at " + address + " timed out after " +
@@ -260,24 +257,22 @@ TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout)
   fd_ = open_connection(host_, port_, address_, timeout_, /*retry=*/true);
 }
 
-TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout, int fd, Connected)
-    : host_(std::move(host)), port_(port), address_(format_address(host_, port)), timeout_(timeout), fd_(fd) {}
+TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout, os::UniqueFd fd, Connected)
+    : host_(std::move(host)), port_(port), address_(format_address(host_, port)), timeout_(timeout),
+      fd_(std::move(fd)) {}
 
-TcpStore::~TcpStore() { close_connection(); }
+TcpStore::~TcpStore() = default;
 
 std::unique_ptr<TcpStore> TcpStore::probe(const std::string& host, uint16_t port, milliseconds timeout) {
-  const int fd = open_connection(host, port, format_address(host, port), timeout, /*retry=*/false);
-  if (fd < 0) return nullptr;
-  return std::unique_ptr<TcpStore>(new TcpStore(host, port, timeout, fd, Connected{}));
+  os::UniqueFd fd = open_connection(host, port, format_address(host, port), timeout, /*retry=*/false);
+  if (!fd.valid()) return nullptr;
+  return std::unique_ptr<TcpStore>(new TcpStore(host, port, timeout, std::move(fd), Connected{}));
 }
 
-void TcpStore::close_connection() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
+void TcpStore::close_connection() { fd_.reset(); }
 
 void TcpStore::ensure_connected() {
-  if (fd_ < 0) fd_ = open_connection(host_, port_, address_, timeout_, /*retry=*/true);
+  if (!fd_.valid()) fd_ = open_connection(host_, port_, address_, timeout_, /*retry=*/true);
 }
 
 template <class F>
@@ -285,7 +280,7 @@ auto TcpStore::exchange(const char* what, const std::string& key, F&& f) {
   std::lock_guard lock(mu_);
   ensure_connected();
   try {
-    return f(fd_);
+    return f(fd_.get());
   } catch (const WireError& e) {
     close_connection();
     throw std::runtime_error("TCPStore at " + address_ + ": " + what + " of " + key + ": " + e.what());

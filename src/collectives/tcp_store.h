@@ -15,6 +15,8 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include "os/unique_fd.h"
+
 namespace mlos::collectives {
 
 // torch's TCPStore protocol, as torch 2.x speaks it (c10d's TCPStore.cpp
@@ -101,7 +103,7 @@ class TcpStore final : public gloo::rendezvous::Store {
 
  private:
   struct Connected {};
-  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout, int fd, Connected);
+  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout, os::UniqueFd fd, Connected);
 
   // Runs `f(fd)`, one request and its reply, alone on the connection
   // (opening it again first if an earlier failure closed it). A failure
@@ -116,7 +118,7 @@ class TcpStore final : public gloo::rendezvous::Store {
   std::string address_;
   std::chrono::milliseconds timeout_;
   std::mutex mu_;  // one request at a time on the one connection
-  int fd_ = -1;
+  os::UniqueFd fd_;  // none while closed (after a failure half-way)
 };
 
 }  // namespace mlos::collectives

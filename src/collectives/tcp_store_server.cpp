@@ -24,6 +24,7 @@
 
 #include "collectives/tcp_store.h"
 #include "os/log_sink.h"
+#include "os/unique_fd.h"
 
 namespace mlos::collectives {
 
@@ -106,7 +107,7 @@ class Cursor {
 };
 
 struct Connection {
-  int fd = -1;
+  os::UniqueFd fd;
   std::string in;      // received, not yet handled from in_off on
   size_t in_off = 0;
   size_t need = 1;     // bytes from in_off a complete request needs at least
@@ -140,21 +141,20 @@ bool parse_counter(const std::string& text, int64_t* out) {
 
 class TcpStoreServer::Impl {
  public:
-  Impl(int listen_fd, uint16_t port, int wake_read, int wake_write)
-      : listen_fd_(listen_fd), port_(port), wake_read_(wake_read), wake_write_(wake_write) {}
+  Impl(os::UniqueFd listen_fd, uint16_t port, os::UniqueFd wake_read, os::UniqueFd wake_write)
+      : listen_fd_(std::move(listen_fd)),
+        port_(port),
+        wake_read_(std::move(wake_read)),
+        wake_write_(std::move(wake_write)) {}
 
   ~Impl() {
     if (thread_.joinable()) {
       const char byte = 0;
-      while (::write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
+      while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
       }
       thread_.join();
     }
-    for (auto& [id, c] : conns_) ::close(c.fd);
-    ::close(listen_fd_);
-    ::close(wake_read_);
-    ::close(wake_write_);
-  }
+  }  // the descriptors (connections, listening socket, pipe) close with their members
 
   // The thread starts with every signal blocked: the application's
   // handlers run on its own threads, never on this one.
@@ -188,10 +188,10 @@ class TcpStoreServer::Impl {
   void wake_one(const std::string& key);
   void stop_waiting(uint64_t id, const std::string& key);
 
-  int listen_fd_;
+  os::UniqueFd listen_fd_;
   uint16_t port_;
-  int wake_read_;
-  int wake_write_;
+  os::UniqueFd wake_read_;
+  os::UniqueFd wake_write_;
   std::thread thread_;
 
   // Everything below belongs to the thread.
@@ -209,12 +209,12 @@ void TcpStoreServer::Impl::run() {
   for (;;) {
     fds.clear();
     ids.clear();
-    fds.push_back({wake_read_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({wake_read_.get(), POLLIN, 0});
+    fds.push_back({listen_fd_.get(), POLLIN, 0});
     for (const auto& [id, c] : conns_) {
       short events = c.pending_reply() < kPauseReadingAt ? POLLIN : 0;
       if (c.pending_reply() > 0) events |= POLLOUT;
-      fds.push_back({c.fd, events, 0});
+      fds.push_back({c.fd.get(), events, 0});
       ids.push_back(id);
     }
     if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -233,8 +233,7 @@ void TcpStoreServer::Impl::run() {
     for (auto it = conns_.begin(); it != conns_.end();) {
       if (it->second.dead) {
         clear_wait(it->first, it->second);
-        ::close(it->second.fd);
-        it = conns_.erase(it);
+        it = conns_.erase(it);  // closes it
       } else {
         ++it;
       }
@@ -244,8 +243,8 @@ void TcpStoreServer::Impl::run() {
 
 void TcpStoreServer::Impl::accept_all() {
   for (;;) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    os::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors: the connection stays queued; pause rather than
       // spin on a listening socket that stays readable.
@@ -254,20 +253,17 @@ void TcpStoreServer::Impl::accept_all() {
       }
       return;
     }
-    if (conns_.size() >= kMaxConnections) {  // refused at once: the client sees it, instead of a hang
-      ::close(fd);
-      continue;
-    }
+    if (conns_.size() >= kMaxConnections) continue;  // closed at once: the client sees it, instead of a hang
     const int one = 1;
-    (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    conns_[next_id_++].fd = fd;
+    (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    conns_[next_id_++].fd = std::move(fd);
   }
 }
 
 void TcpStoreServer::Impl::read_from(uint64_t id, Connection& c) {
   char chunk[kReadChunk];
   for (size_t round = 0; round < kMaxReadPerRound && !c.dead;) {
-    const ssize_t n = ::recv(c.fd, chunk, sizeof chunk, 0);
+    const ssize_t n = ::recv(c.fd.get(), chunk, sizeof chunk, 0);
     if (n > 0) {
       c.in.append(chunk, static_cast<size_t>(n));
       round += static_cast<size_t>(n);
@@ -548,7 +544,7 @@ void TcpStoreServer::Impl::reply(Connection& c, const std::string& bytes) {
 
 void TcpStoreServer::Impl::flush(Connection& c) {
   while (c.pending_reply() > 0) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.pending_reply(), MSG_NOSIGNAL);
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_off, c.pending_reply(), MSG_NOSIGNAL);
     if (n > 0) {
       c.out_off += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -577,20 +573,20 @@ namespace {
 
 // A listening socket on every address at `port`: IPv6 with IPv4 mapped,
 // or IPv4 alone where the host has no IPv6 (torch's server does the same).
-Result<int> listen_on_every_address(uint16_t port) {
+Result<os::UniqueFd> listen_on_every_address(uint16_t port) {
   int last_errno = 0;
   for (int family : {AF_INET6, AF_INET}) {
-    const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    os::UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) {
       last_errno = errno;
       continue;
     }
     const int one = 1, zero = 0;
-    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // a restart within TIME_WAIT
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // a restart within TIME_WAIT
     sockaddr_storage addr{};
     socklen_t len = 0;
     if (family == AF_INET6) {
-      (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      (void)::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
       auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
       a->sin6_family = AF_INET6;
       a->sin6_addr = in6addr_any;
@@ -603,9 +599,10 @@ Result<int> listen_on_every_address(uint16_t port) {
       a->sin_port = htons(port);
       len = sizeof *a;
     }
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 && ::listen(fd, SOMAXCONN) == 0) return fd;
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0 && ::listen(fd.get(), SOMAXCONN) == 0) {
+      return fd;
+    }
     last_errno = errno;
-    ::close(fd);
     if (last_errno == EADDRINUSE) break;  // taken for IPv4 too
   }
   return make_sys_error(last_errno, "cannot listen for TCPStore clients on port " + std::to_string(port),
@@ -627,11 +624,10 @@ Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::listen(uint16_t port) {
   if (!fd) return fd.error();
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-    const int e = errno;
-    ::close(*fd);
-    return make_sys_error(e, "cannot create the TCPStore server's wake-up pipe");
+    return make_sys_error(errno, "cannot create the TCPStore server's wake-up pipe");
   }
-  auto impl = std::make_unique<Impl>(*fd, bound_port(*fd), wake[0], wake[1]);
+  const uint16_t bound = bound_port(fd->get());
+  auto impl = std::make_unique<Impl>(std::move(*fd), bound, os::UniqueFd(wake[0]), os::UniqueFd(wake[1]));
   impl->start();
   return std::unique_ptr<TcpStoreServer>(new TcpStoreServer(std::move(impl)));
 }
@@ -654,10 +650,9 @@ bool is_local_address(const std::string& host) {
   if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
   bool local = false;
   for (const addrinfo* ai = found; ai != nullptr && !local; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    local = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;  // port 0 from getaddrinfo: any
-    ::close(fd);
+    os::UniqueFd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) continue;
+    local = ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0;  // port 0 from getaddrinfo: any
   }
   ::freeaddrinfo(found);
   return local;
