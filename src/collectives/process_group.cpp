@@ -4,6 +4,7 @@
 #include "collectives/gloo_error.h"
 #include "collectives/half_float.h"
 #include "collectives/rank_claim.h"
+#include "collectives/redis_store.h"
 #include "collectives/tcp_store_server.h"
 #include "os/sigpipe_guard.h"
 
@@ -28,7 +29,6 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
-#include <gloo/rendezvous/redis_store.h>
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
 
@@ -37,23 +37,30 @@ namespace mlos::collectives {
 namespace {
 
 // Gloo's stores wait 30 s unless told otherwise, and connectFullMesh does
-// not tell them: this wrapper makes every wait use the group's timeout.
-class TimeoutStore final : public gloo::rendezvous::Store {
+// not tell them: this wrapper makes every wait end by the rendezvous's
+// deadline (the group's timeout from its start).
+class DeadlineStore final : public gloo::rendezvous::Store {
  public:
-  TimeoutStore(gloo::rendezvous::Store& inner, std::chrono::milliseconds timeout) : inner_(inner), timeout_(timeout) {}
+  using Clock = std::chrono::steady_clock;
+  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline) : inner_(inner), deadline_(deadline) {}
   void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
   std::vector<char> get(const std::string& key) override {
-    inner_.wait({key}, timeout_);
+    inner_.wait({key}, left());
     return inner_.get(key);
   }
-  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, left()); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    inner_.wait(keys, std::min(timeout, timeout_));
+    inner_.wait(keys, std::min(timeout, left()));
   }
 
  private:
+  // At least 1 ms: Gloo's stores read 0 as "no timeout".
+  std::chrono::milliseconds left() const {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()));
+  }
   gloo::rendezvous::Store& inner_;
-  std::chrono::milliseconds timeout_;
+  Clock::time_point deadline_;
 };
 
 // How long past the timeout the caller waits for a rendezvous thread.
@@ -198,20 +205,23 @@ ProcessGroup::~ProcessGroup() = default;
 
 Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& config,
                                                             const GroupPlacement& placement) {
-  // The rendezvous runs on its own thread, and the caller waits for it at
-  // most the timeout (plus a little, so Gloo's own, more precise timeout
-  // errors win when they come): Gloo's RedisStore reads through a blocking
-  // hiredis connection with no command timeout, so a store that accepts
-  // the connection and never answers would otherwise block forever. A
-  // thread left behind that way is detached and owns everything it uses;
-  // the generation of the prefix moves on, so its keys are never read.
+  // The rendezvous runs on its own thread, confined to the job's placement
+  // (Gloo's event-loop thread, made during it, inherits that). Every store
+  // mlOS opens ends its waits and commands by the deadline (DeadlineStore,
+  // BoundedRedisStore, TcpStore's own timeout), so that thread is joined:
+  // an abandoned rendezvous leaves nothing running. A caller's store runs
+  // the caller's code, which may never return; for it alone the caller
+  // waits at most the timeout (plus a little, so Gloo's own, more precise
+  // errors win when they come) and a thread left behind is detached,
+  // owning everything it uses; the prefix's generation moves on, so its
+  // keys are never read.
   struct Attempt {
     std::mutex mu;
     std::condition_variable done_cv;
     std::optional<Result<std::unique_ptr<ProcessGroup>>> result;
   };
   auto attempt = std::make_shared<Attempt>();
-  std::thread([attempt, config, placement] {
+  std::thread rendezvous([attempt, config, placement] {
     // Gloo's event loop, started below, inherits this: its writes to a dead
     // peer then fail with EPIPE instead of killing the process.
     os::block_sigpipe_in_this_thread();
@@ -224,19 +234,28 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect(const GroupConfig& c
     std::lock_guard lock(attempt->mu);
     attempt->result.emplace(std::move(r));
     attempt->done_cv.notify_all();
-  }).detach();
-  std::unique_lock lock(attempt->mu);
-  if (!attempt->done_cv.wait_for(lock, config.timeout + kRendezvousSlack, [&] { return attempt->result.has_value(); })) {
-    return make_error(MLOS_ERR_TIMEOUT, "rendezvous of rank " + std::to_string(config.rank) + " of " +
-                                            std::to_string(config.world_size) + " through " + describe_store(config) +
-                                            " did not complete within " + std::to_string(config.timeout.count()) +
-                                            " ms (a rank missing, or a store that does not answer)");
+  });
+  if (config.store != GroupConfig::StoreKind::kCaller) {
+    rendezvous.join();
+  } else {
+    rendezvous.detach();
+    std::unique_lock lock(attempt->mu);
+    if (!attempt->done_cv.wait_for(lock, config.timeout + kRendezvousSlack,
+                                   [&] { return attempt->result.has_value(); })) {
+      return make_error(MLOS_ERR_TIMEOUT, "rendezvous of rank " + std::to_string(config.rank) + " of " +
+                                              std::to_string(config.world_size) + " through " +
+                                              describe_store(config) + " did not complete within " +
+                                              std::to_string(config.timeout.count()) +
+                                              " ms (a rank missing, or a store that does not answer)");
+    }
   }
+  std::lock_guard lock(attempt->mu);
   if (*attempt->result) (**attempt->result)->placement_ = placement;
   return std::move(*attempt->result);
 }
 
 Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConfig& config) {
+  const auto deadline = std::chrono::steady_clock::now() + config.timeout;
   try {
     std::shared_ptr<gloo::rendezvous::Store> base;
     if (config.store == GroupConfig::StoreKind::kCaller) {
@@ -256,12 +275,12 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
       }
       base = std::move(*tcp);
     } else {
-      base = std::make_shared<gloo::rendezvous::RedisStore>(config.redis_host, config.redis_port);
+      base = std::make_shared<BoundedRedisStore>(config.redis_host, config.redis_port, deadline);
     }
     auto claim = claim_rank(config, *base);
     if (!claim) return claim.error();
     gloo::rendezvous::PrefixStore prefixed(config.prefix, *base);
-    TimeoutStore store(prefixed, config.timeout);
+    DeadlineStore store(prefixed, deadline);
     if (Status agreed = agree_on_world(store, config); !agreed) return agreed.error();
     gloo::transport::tcp::attr attr;
     if (!config.hostname.empty()) attr.hostname = config.hostname;
@@ -269,8 +288,12 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     if (config.hostname.empty() && config.iface.empty()) attr.hostname = "";  // the host name's address
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(config.rank, config.world_size);
-    context->setTimeout(config.timeout);
+    // The pairs' connections get what is left of the rendezvous's time;
+    // later operations, the group's timeout.
+    context->setTimeout(std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                   deadline - std::chrono::steady_clock::now())));
     context->connectFullMesh(store, device);
+    context->setTimeout(config.timeout);
     std::unique_ptr<ProcessGroup> group(new ProcessGroup(config, std::move(context)));
     group->claim_ = std::move(*claim);
     return group;
