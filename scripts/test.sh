@@ -8,13 +8,25 @@
 #     injection, crash loop) tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, printed as it ends and listed at the end: CI has
+# a 30-minute budget (docs/testing.md, "CI time").
+stage_start=$SECONDS
+stage_times=()
+stage_done() {
+  stage_times+=("$1: $((SECONDS - stage_start)) s")
+  echo "test.sh: $1 took $((SECONDS - stage_start)) s"
+  stage_start=$SECONDS
+}
 bash scripts/setup.sh
+stage_done setup
 # Every tracked source file names its licence (docs/releases.md).
 python3 scripts/add_spdx_headers.py --check
 
 bash scripts/build.sh
+stage_done build
 rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
+stage_done ctest
 
 # The Python package: sdist, wheel from it, auditwheel repair and a smoke
 # test in a fresh venv (scripts/test_wheel.sh); that same repaired wheel
@@ -26,13 +38,17 @@ rm -rf build/test-runtime
 # rules' queries against the metrics mlosd exports, and the rules' own tests.
 venv="${MLOS_VENV:-/opt/mlos/venv}"
 bash scripts/test_wheel.sh
+stage_done wheel
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps build-wheel/dist/*.whl
 "$venv/bin/python" -m mypy --config-file pyproject.toml -p mlos_training
 "$venv/bin/python" -m mypy --config-file pyproject.toml tests/typing/api_usage.py
+stage_done mypy
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python tests/monitoring examples/yolo_showcase
+stage_done pytest
 # The benchmark suite's quick mode: every scenario and tool runs once, for a
 # fraction of a second (no timing is judged; scripts/bench.sh measures).
 "$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > /dev/null
+stage_done bench-quick
 
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # Only what the sanitizer run executes, unoptimised (faster to build).
@@ -41,6 +57,7 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
     fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests
     mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child" \
     bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+  stage_done asan-build
   rm -rf build-asan/test-runtime
   # hwloc's PCI plugin (through libpciaccess) leaks about 1 KB per process
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU
@@ -53,7 +70,10 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
      MLOS_POLICY_HOST="$PWD/../build/bin/mlos-policyhost" MLOS_POLICY_DIR="$PWD/../build/policies" \
      MLOS_DATALOAD_HELPER="$PWD/../build/bin/mlos-dataload" \
      ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint|dataload|gpu)\.')
+  stage_done asan-ctest
   # mlosd, its clients and the CLI under ASan/UBSan, through the daemon
   # end-to-end tests (TSan: bash scripts/sanitize_daemon.sh thread).
   bash scripts/sanitize_daemon.sh address,undefined
+  stage_done asan-daemon
 fi
+printf 'test.sh: %s\n' "${stage_times[@]}" "total: $SECONDS s"
