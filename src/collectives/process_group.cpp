@@ -5,7 +5,7 @@
 #include "collectives/half_float.h"
 #include "collectives/rank_claim.h"
 #include "collectives/redis_store.h"
-#include "collectives/tcp_store_server.h"
+#include "collectives/tcp_store_rendezvous.h"
 #include "os/sigpipe_guard.h"
 
 #include <sys/stat.h>

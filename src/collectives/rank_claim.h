@@ -6,8 +6,10 @@
 // addresses and leaving every rank to time out. How, per store:
 //  - torch's TCPStore (ours or torch's server), and a caller's store with a
 //    compare_set callback: compare-and-set of a key to this process's
-//    identity (host, pid, start time); the same process may claim again
-//    (a group made anew under the same prefix);
+//    identity (host, pid, start time, pid namespace); the same process may
+//    claim again (a group made anew under the same prefix), and a claim
+//    whose holder is a dead process of this host and namespace is taken
+//    over (a crashed rank relaunched against a store that outlived it);
 //  - FileStore: an exclusive flock on a file in the store's directory,
 //    held as long as the group lives, so a dead holder's claim ends with it;
 //  - Redis: Gloo's RedisStore refuses to set a key twice, which
@@ -38,8 +40,9 @@ struct RankClaim {
 // throw them.
 Result<std::unique_ptr<RankClaim>> claim_rank(const GroupConfig& config, gloo::rendezvous::Store& base);
 
-// This process, as a claim names it: "host:pid:start time in clock ticks
-// since boot" (a recycled pid has another start time).
+// This process, as a claim names it: "host:pid:start:pidns", the start time
+// in clock ticks since boot (a recycled pid has another) and the inode of
+// its pid namespace (a container on the same host has another).
 std::string process_identity();
 
 }  // namespace mlos::collectives

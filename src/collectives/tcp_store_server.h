@@ -13,10 +13,6 @@
 
 #include "core/status.h"
 
-namespace gloo::rendezvous {
-class Store;
-}
-
 namespace mlos::collectives {
 
 class TcpStoreServer {
@@ -46,19 +42,5 @@ class TcpStoreServer {
   explicit TcpStoreServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// The store of a group's rendezvous at host:port. A rank allowed to serve
-// (`may_serve`: rank 0 where no torchrun agent serves) whose host is an
-// address of this machine first asks whether a TCPStore already answers
-// there, and starts one when none does; every other rank connects,
-// retrying until `timeout` (it may well start before rank 0 listens).
-// The server started here is kept by the process for that port until it
-// exits: other processes' ranks and torch clients may still be using it
-// after this rank's group has connected, and a group this process creates
-// again later (after an error, or another handle) finds it there.
-// Errors: TIMEOUT naming host:port when nothing answered in time; IO when
-// something else answers there or rank 0 cannot listen.
-Result<std::shared_ptr<gloo::rendezvous::Store>> open_tcp_store(const std::string& host, uint16_t port,
-                                                                 bool may_serve, std::chrono::milliseconds timeout);
 
 }  // namespace mlos::collectives

@@ -6,6 +6,7 @@
 // behind. (torch's own client and server against ours: tests/e2e/
 // test_tcp_store.py.)
 #include "collectives/tcp_store.h"
+#include "collectives/tcp_store_rendezvous.h"
 #include "collectives/tcp_store_server.h"
 #include "os/own_threads.h"
 
