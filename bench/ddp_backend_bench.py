@@ -8,10 +8,13 @@ repetitions and the ratio against gloo in the same run.
 
     python3 bench/ddp_backend_bench.py [--model cnn|resnet18] [--reps 5]
         [--steps 20] [--world 2] [--mlos-run build/bin/mlos]
-        [--env OMP_WAIT_POLICY=PASSIVE ...]
+        [--env OMP_WAIT_POLICY=PASSIVE ...] [--launcher manual|torchrun]
 
 With --mlos-run, each backend also runs with every rank under
-`mlos run --cpus N` (N: this machine's CPUs divided by the world size).
+`mlos run --cpus N` (N: this machine's CPUs divided by the world size);
+with --launcher torchrun, torchrun (with its defaults) starts the ranks,
+and --mlos-run puts torchrun under one `mlos run` on every CPU, which
+splits them between the local ranks.
 --env sets a variable in every rank's environment (all configurations).
 Output: one JSON line per run, then a summary line."""
 import argparse
@@ -68,7 +71,31 @@ def worker(args):
     dist.destroy_process_group()
 
 
+def worker_command(args, backend):
+    return [__file__, "--worker", "--backend", backend, "--model", args.model, "--steps", str(args.steps),
+            "--warmup", str(args.warmup), "--batch", str(args.batch)]
+
+
+def run_under_torchrun(args, backend, under_mlos):
+    """The ranks as torchrun starts them (its defaults: OMP_NUM_THREADS=1
+    for more than one rank per node); under_mlos: torchrun itself under
+    one `mlos run` on every CPU, which splits them between the local ranks."""
+    env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.env))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(args.world),
+           "--master-addr", "127.0.0.1", "--master-port", str(free_port())] + worker_command(args, backend)
+    if under_mlos:
+        cmd = [args.mlos_run, "run", "--cpus", str(os.cpu_count() or 1), "--"] + cmd
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        raise RuntimeError(f"{backend}: torchrun failed ({p.returncode}): {p.stderr[-2000:]}")
+    return json.loads([line for line in p.stdout.splitlines() if '"step_ms"' in line][-1])["step_ms"]
+
+
 def run_once(args, backend, under_mlos):
+    if args.launcher == "torchrun":
+        return run_under_torchrun(args, backend, under_mlos)
     port = free_port()
     cpus = max(1, (os.cpu_count() or 1) // args.world)
     procs = []
@@ -76,8 +103,7 @@ def run_once(args, backend, under_mlos):
         env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.env), RANK=str(r),
                    WORLD_SIZE=str(args.world), LOCAL_RANK=str(r),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        cmd = [sys.executable, __file__, "--worker", "--backend", backend, "--model", args.model,
-               "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch)]
+        cmd = [sys.executable] + worker_command(args, backend)
         if under_mlos:
             cmd = [args.mlos_run, "run", "--cpus", str(cpus), "--"] + cmd
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -110,6 +136,10 @@ def main():
     ap.add_argument("--mlos-run", help="the mlos CLI: also run every rank under `mlos run`")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="set in every rank's environment (repeatable)")
+    ap.add_argument("--launcher", choices=("manual", "torchrun"), default="manual",
+                    help="manual: one process per rank, started here (each under its own `mlos run --cpus "
+                         "CPUS/WORLD` with --mlos-run); torchrun: torchrun with its defaults starts them (under "
+                         "one `mlos run` on every CPU with --mlos-run)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--backend", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -130,7 +160,7 @@ def main():
                                                   "speedup_vs_gloo": round(base / statistics.median(v), 3)}
                for (b, u), v in results.items()}
     print(json.dumps({"summary": summary, "model": args.model, "world": args.world, "reps": args.reps,
-                      "env": args.env}))
+                      "env": args.env, "launcher": args.launcher}))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 #     installed-tree consumers (pkg-config, find_package) and CLI end-to-end;
 #     then the Python package, pip-installed into the venv, and its tests;
 #  2. an ASan+UBSan build of the unit, integration, C and checkpoint (fault
-#     injection, crash loop) tests.
+#     injection, crash loop) tests, compiled while step 1's tests run, and
+#     mlosd's end-to-end tests against ASan+UBSan builds of mlosd and the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each stage's wall time, printed as it ends and listed at the end: CI has
@@ -24,6 +25,27 @@ python3 scripts/add_spdx_headers.py --check
 
 bash scripts/build.sh
 stage_done build
+
+# The sanitizer build (step 2) needs nothing from the stages between, so it
+# compiles beside them, in the CPU time their tests leave idle (about half
+# of the normal ctest's): those tests hold on a busy machine anyway
+# (docs/testing.md). Only what the sanitizer runs execute, unoptimised
+# (faster to build): this stage's tests and sanitize_daemon.sh's targets.
+# Its own process group (setsid), ended with this script if a stage fails.
+asan_pid=
+trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; true' EXIT
+if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  mkdir -p build-asan
+  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
+    fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay fuzz_registry_replay
+    fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests
+    mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child
+    mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_two_jobs_client mlos_pressure_trainer mlos_memory_hog
+    mlos_dataload_job_client" \
+    setsid bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
+    > build-asan/build.log 2>&1 &
+  asan_pid=$!
+fi
 rm -rf build/test-runtime
 (cd build && ctest --output-on-failure -j2 --timeout 300)
 stage_done ctest
@@ -50,14 +72,10 @@ stage_done pytest
 "$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > /dev/null
 stage_done bench-quick
 
-if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  # Only what the sanitizer run executes, unoptimised (faster to build).
-  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
-    fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay fuzz_registry_replay
-    fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests
-    mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child" \
-    bash scripts/build.sh -DMLOS_SANITIZE=address,undefined -DMLOS_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
-  stage_done asan-build
+if [[ -n "$asan_pid" ]]; then
+  wait "$asan_pid" || { tail -n 60 build-asan/build.log; echo "test.sh: the sanitizer build failed (build-asan/build.log)"; exit 1; }
+  asan_pid=
+  stage_done asan-build-wait
   rm -rf build-asan/test-runtime
   # hwloc's PCI plugin (through libpciaccess) leaks about 1 KB per process
   # and is unloaded before LeakSanitizer can name it; it only matters for GPU

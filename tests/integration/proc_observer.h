@@ -16,7 +16,7 @@ namespace mlos_test {
 
 // AddressSanitizer replaces mlock/munlock with no-ops that report success,
 // so locked memory cannot be observed in VmLck in a sanitizer build.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(MLOS_TEST_UNDER_ASAN)
 constexpr bool kMlockIsObservable = false;
 #else
 constexpr bool kMlockIsObservable = true;

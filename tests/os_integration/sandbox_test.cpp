@@ -32,7 +32,7 @@ using mlos_test::say;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(MLOS_TEST_UNDER_ASAN) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;  // shadow memory outgrows RLIMIT_AS; the runtime makes its own calls
 #else
 constexpr bool kSanitized = false;
