@@ -36,31 +36,33 @@ namespace mlos::collectives {
 
 namespace {
 
+// The time left until `deadline`, at least 1 ms: Gloo reads 0 as "no
+// timeout".
+std::chrono::milliseconds time_left(std::chrono::steady_clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                    deadline - std::chrono::steady_clock::now()));
+}
+
 // Gloo's stores wait 30 s unless told otherwise, and connectFullMesh does
 // not tell them: this wrapper makes every wait end by the rendezvous's
 // deadline (the group's timeout from its start).
 class DeadlineStore final : public gloo::rendezvous::Store {
  public:
-  using Clock = std::chrono::steady_clock;
-  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline) : inner_(inner), deadline_(deadline) {}
+  DeadlineStore(gloo::rendezvous::Store& inner, std::chrono::steady_clock::time_point deadline)
+      : inner_(inner), deadline_(deadline) {}
   void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
   std::vector<char> get(const std::string& key) override {
-    inner_.wait({key}, left());
+    inner_.wait({key}, time_left(deadline_));
     return inner_.get(key);
   }
-  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, left()); }
+  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, time_left(deadline_)); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    inner_.wait(keys, std::min(timeout, left()));
+    inner_.wait(keys, std::min(timeout, time_left(deadline_)));
   }
 
  private:
-  // At least 1 ms: Gloo's stores read 0 as "no timeout".
-  std::chrono::milliseconds left() const {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()));
-  }
   gloo::rendezvous::Store& inner_;
-  Clock::time_point deadline_;
+  std::chrono::steady_clock::time_point deadline_;
 };
 
 // How long past the timeout the caller waits for a rendezvous thread.
@@ -290,8 +292,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
     auto context = std::make_shared<gloo::rendezvous::Context>(config.rank, config.world_size);
     // The pairs' connections get what is left of the rendezvous's time;
     // later operations, the group's timeout.
-    context->setTimeout(std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                   deadline - std::chrono::steady_clock::now())));
+    context->setTimeout(time_left(deadline));
     context->connectFullMesh(store, device);
     context->setTimeout(config.timeout);
     std::unique_ptr<ProcessGroup> group(new ProcessGroup(config, std::move(context)));

@@ -25,6 +25,13 @@ Error taken(const GroupConfig& c, const std::string& holder) {
                         ": two processes were given the same rank (RANK); each rank number is one process");
 }
 
+// This machine's host name, "" when unreadable.
+std::string host_name() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
 // This process's pid namespace ("4026531836"), "" when unreadable: pids
 // name the same process only within one namespace.
 std::string pid_namespace() {
@@ -47,8 +54,8 @@ bool holder_is_gone(const std::string& holder) {
     fields.insert(fields.begin(), holder.substr(colon + 1, end - colon - 1));
     end = colon;
   }
-  char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0 || holder.substr(0, end) != host) return false;
+  const std::string host = host_name();
+  if (host.empty() || holder.substr(0, end) != host) return false;
   if (fields[2].empty() || fields[2] != pid_namespace()) return false;
   ProcessId id;
   try {
@@ -101,10 +108,8 @@ Result<std::unique_ptr<RankClaim>> claim_by_lock(const GroupConfig& c) {
 }  // namespace
 
 std::string process_identity() {
-  char host[256] = {0};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   auto stat = os::read_proc_stat(::getpid());
-  return std::string(host) + ":" + std::to_string(::getpid()) + ":" +
+  return host_name() + ":" + std::to_string(::getpid()) + ":" +
          (stat ? std::to_string(stat->start_time) : std::string("?")) + ":" + pid_namespace();
 }
 
