@@ -82,6 +82,28 @@ typedef enum mlos_policy_file_advice {
   MLOS_POLICY_FILE_DONTNEED = 3    /* POSIX_FADV_DONTNEED */
 } mlos_policy_file_advice_t;
 
+/* One read of one of the job's files, from the job's read log
+ * (mlos_policy_host_t.read_log). `path` is absolute and stays valid until
+ * the policy's entry point returns: copy what you keep. */
+typedef struct mlos_policy_read {
+  const char* path;
+  uint64_t offset;
+  uint64_t length; /* 0: to the end of the file */
+} mlos_policy_read_t;
+
+/* What the job announced it will read next (mlos_policy_host_t.read_plan):
+ * the entries of its current plan after the ones it has read. The arrays
+ * stay valid until the policy's entry point returns. */
+typedef struct mlos_policy_plan {
+  uint32_t struct_size;      /* sizeof(mlos_policy_plan_t), set by the caller */
+  uint64_t generation;       /* changes with every announcement; 0: no plan */
+  uint64_t position;         /* entries of the plan read so far */
+  uint64_t total;            /* entries in the whole plan */
+  size_t count;              /* entries in paths/sizes: the next ones, from `position` */
+  const char* const* paths;
+  const int64_t* sizes;      /* bytes; -1 where the host could not stat the file */
+} mlos_policy_plan_t;
+
 /* Log levels for mlos_policy_host_t.log (the daemon's own levels). */
 #define MLOS_POLICY_LOG_ERROR 0
 #define MLOS_POLICY_LOG_WARN 1
@@ -115,7 +137,29 @@ typedef struct mlos_policy_host {
   int (*advise_file)(void* ctx, uint64_t job, const char* path, int advice);
   /* A line for the daemon's log, tagged with the policy's name. */
   void (*log)(void* ctx, int level, const char* message);
+
+  /* ---- Added later than the fields above (read logs and plans). A policy checks
+   * struct_size >= MLOS_POLICY_HOST_SIZE_READS before using these. ---- */
+
+  /* The job's reads since the policy's previous call, oldest first: up to
+   * `max` into `out`, their number in *count. *lost (may be NULL): reads
+   * the policy will never see (the log is bounded; it fell behind).
+   * UNSUPPORTED when this host gets no read log for the job (mlosd does
+   * not collect one yet; embedded mode does, from
+   * mlos_training_record_read). */
+  int (*read_log)(void* ctx, uint64_t job, mlos_policy_read_t* out, size_t max, size_t* count, uint64_t* lost);
+  /* The job's announced plan (mlos_training_announce_reads) from where the
+   * job is in it; generation 0 when it announced none. UNSUPPORTED as
+   * read_log. */
+  int (*read_plan)(void* ctx, uint64_t job, mlos_policy_plan_t* out);
+  /* advise_file on bytes [offset, offset + length) of `path` (length 0: to
+   * the end). Same checks as advise_file. */
+  int (*advise_file_range)(void* ctx, uint64_t job, const char* path, uint64_t offset, uint64_t length, int advice);
 } mlos_policy_host_t;
+
+/* The size of a host table that has read_log, read_plan and
+ * advise_file_range. */
+#define MLOS_POLICY_HOST_SIZE_READS (offsetof(mlos_policy_host_t, advise_file_range) + sizeof(void*))
 
 /* A policy. All pointers must stay valid while the object is loaded. Entry
  * points that are NULL are skipped (except init, which is required). */

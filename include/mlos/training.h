@@ -540,9 +540,11 @@ MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);
  * hangs costs the policy, never the job: the job then runs on mlOS's
  * built-in defaults for what that policy decided.
  *
- * These calls need mlosd. In embedded mode (MLOS_MODE=embedded, or auto
- * with no mlosd answering) this version has no policy host, and every one
- * of them returns MLOS_ERR_UNSUPPORTED once its arguments are checked. */
+ * mlosd serves them, and in embedded mode (MLOS_MODE=embedded, or auto
+ * with no mlosd answering) libmlos does, with a policy host it finds next
+ * to itself (docs/policies.md, "Embedded mode"); without one these calls
+ * return MLOS_ERR_UNSUPPORTED once their arguments are checked, saying
+ * where it looked. */
 
 /* What a job's policies advise it now. Versioned: the caller sets
  * struct_size; the library fills the fields within it. */
@@ -583,6 +585,30 @@ MLOS_API int mlos_training_release_policy(mlos_training_resources_t* resources, 
  * this library does not understand), UNSUPPORTED (embedded mode),
  * DAEMON_UNAVAILABLE. */
 MLOS_API int mlos_training_get_advice(mlos_training_resources_t* resources, mlos_training_advice_t* advice);
+
+/* ---- The job's reads, for its policies (docs/prefetch.md) ----
+ *
+ * A policy such as `prefetch` learns from what the job reads and from what
+ * it announces it will read. Both calls are cheap (no system call, no
+ * round trip) and only feed the job's policies: without one that reads
+ * them they change nothing. Embedded mode only for now: a daemon-mode job
+ * gets MLOS_ERR_UNSUPPORTED (mlosd collects no read log yet). */
+
+/* Records that the job read `length` bytes of `path` at `offset` (length
+ * 0: the whole file). A relative path is taken from the working directory
+ * now. Errors: INVALID_HANDLE, INVALID_ARGUMENT (path NULL, empty, longer
+ * than PATH_MAX or not UTF-8), UNSUPPORTED (daemon mode). */
+MLOS_API int mlos_training_record_read(mlos_training_resources_t* resources, const char* path, uint64_t offset,
+                                       uint64_t length);
+
+/* Announces the order in which the job will read `count` files next (an
+ * epoch's sampler order), replacing the previous announcement; count 0
+ * withdraws it. Paths as for mlos_training_record_read; reads recorded
+ * afterwards advance the job's position in it. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (paths NULL with count > 0, a bad path: the message
+ * gives its index), UNSUPPORTED (daemon mode). */
+MLOS_API int mlos_training_announce_reads(mlos_training_resources_t* resources, const char* const* paths,
+                                          size_t count);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ docs/python.md.
 import atexit
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import _core
 from .enums import Phase, PhaseLike, ReduceOp, phase_value
@@ -177,6 +177,22 @@ class Resources:
         MLOSError: NOT_FOUND (the job does not use it), UNSUPPORTED (no
         policy host), INVALID_ARGUMENT (name empty or with a NUL byte)."""
         check(_core.release_policy(self._handle, _policy_name(name)))
+
+    def record_read(self, path: "str | os.PathLike", offset: int = 0, length: int = 0) -> None:
+        """Tells the job's policies (prefetch: docs/prefetch.md) that the
+        job read `length` bytes of `path` at `offset` (length 0: the whole
+        file). Cheap: no system call. Raises MLOSError: UNSUPPORTED (daemon
+        mode: mlosd collects no read log yet), INVALID_ARGUMENT (an empty
+        path). ValueError for a negative offset or length."""
+        if offset < 0 or length < 0:
+            raise ValueError("offset and length must be >= 0")
+        check(_core.record_read(self._handle, os.fsdecode(path), offset, length))
+
+    def announce_reads(self, paths: "Iterable[str | os.PathLike]") -> None:
+        """Tells the job's policies the order in which the job will read
+        these files next (an epoch's sampler order), replacing the last
+        announcement; [] withdraws it. Raises as record_read."""
+        check(_core.announce_reads(self._handle, [os.fsdecode(p) for p in paths]))
 
     @property
     def advice(self) -> Dict[str, Any]:

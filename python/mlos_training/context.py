@@ -201,6 +201,14 @@ class MLOSTrainingContext:
         """Detaches policy `name` (Resources.release_policy)."""
         self.resources.release_policy(name)
 
+    def record_read(self, path, offset=0, length=0):
+        """Resources.record_read: feeds the job's read log (prefetch)."""
+        self.resources.record_read(path, offset, length)
+
+    def announce_reads(self, paths):
+        """Resources.announce_reads: the order of the job's next reads."""
+        self.resources.announce_reads(paths)
+
     @property
     def advice(self):
         """What the job's policies advise now (Resources.advice): a dict

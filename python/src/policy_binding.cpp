@@ -4,10 +4,12 @@
 
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <mlos/errors.h>
 #include <mlos/training.h>
@@ -56,12 +58,30 @@ std::pair<int, nb::dict> advice(uintptr_t h) {
   return {rc, d};
 }
 
+int record_read(uintptr_t h, const std::string& path, uint64_t offset, uint64_t length) {
+  no_nul(path, "path");
+  return mlos_training_record_read(handle(h), path.c_str(), offset, length);
+}
+
+int announce_reads(uintptr_t h, const std::vector<std::string>& paths) {
+  std::vector<const char*> c;
+  c.reserve(paths.size());
+  for (const std::string& p : paths) {
+    no_nul(p, "a path");
+    c.push_back(p.c_str());
+  }
+  nb::gil_scoped_release unlocked;
+  return mlos_training_announce_reads(handle(h), c.data(), c.size());
+}
+
 }  // namespace
 
 void bind_policies(nb::module_& m) {
   m.def("request_policy", &request_policy, "handle"_a, "name"_a, "config_json"_a);
   m.def("release_policy", &release_policy, "handle"_a, "name"_a);
   m.def("advice", &advice, "handle"_a);
+  m.def("record_read", &record_read, "handle"_a, "path"_a, "offset"_a, "length"_a);
+  m.def("announce_reads", &announce_reads, "handle"_a, "paths"_a);
 }
 
 }  // namespace mlos_python

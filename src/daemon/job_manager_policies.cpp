@@ -88,7 +88,7 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
     case policy::ActionKind::kIoWeight:
       return make_error(MLOS_ERR_UNSUPPORTED, "mlosd's cgroup drivers set no I/O weight yet");
     case policy::ActionKind::kFileAdvice:
-      return policy::advise_file(a.path, j.record.uid, a.value);
+      return policy::advise_file(a.path, j.record.uid, a.value, a.offset, a.length);
   }
   return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
 }

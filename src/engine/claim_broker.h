@@ -19,6 +19,8 @@
 
 namespace mlos {
 
+class ReadLog;
+
 struct ClaimRequest {
   PlacementRequest placement;
   std::string label;
@@ -64,6 +66,10 @@ struct Grant {
   // Set by brokers that follow phases (mlosd; the embedded engine's policy
   // service); null otherwise.
   std::shared_ptr<PhaseSink> phase_sink;
+  // Where the job's reads and read plans go for its policies (the embedded
+  // engine's policy service); null where no engine collects them (mlosd
+  // does not yet): record_read is then UNSUPPORTED.
+  std::shared_ptr<ReadLog> read_log;
   // The policy modules the job uses from the start: those asked for and
   // the engine's defaults.
   std::vector<std::string> policies;

@@ -21,6 +21,7 @@
 #include "core/phase_page.h"
 #include "engine/embedded_policy_config.h"
 #include "engine/job.h"
+#include "engine/sampled_pressure.h"
 #include "os/cpu_times.h"
 #include "os/log_sink.h"
 #include "os/process_memory.h"
@@ -80,6 +81,8 @@ struct EmbeddedPolicies::State {
   struct Served {
     JobGrant grant;
     std::shared_ptr<PhaseFollower> phases;
+    std::shared_ptr<ReadLog> reads;
+    std::function<std::optional<int>()> pressure;
     mlos_training_phase_t told = MLOS_TRAINING_PHASE_IDLE;  // the phase the policies last heard of
     policy::PolicyEffects effects;
   };
@@ -107,6 +110,9 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
   if (!o_.process_cpu_seconds) o_.process_cpu_seconds = own_cpu_seconds;
   if (!o_.cpu_busy_seconds) o_.cpu_busy_seconds = busy_seconds;
   if (!o_.resident_bytes) o_.resident_bytes = own_resident_bytes;
+  if (!o_.pressure_level) {
+    o_.pressure_level = [](uint64_t memory_bytes) { return sampled_pressure(memory_bytes, kPressureSampleMs); };
+  }
   s_->wake = os::UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s_->wake.valid()) throw std::system_error(errno, std::generic_category(), "eventfd");
 
@@ -141,6 +147,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
       f.memory_known = 1;
     }
     f.memory_limit_bytes = j.grant.memory_bytes;
+    if (auto level = j.pressure ? j.pressure() : std::nullopt) f.memory_pressure_level = *level;
     return f;
   };
   cb.apply = [s](const std::string& by, const policy::Action& a) -> Status {
@@ -151,7 +158,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
       case policy::ActionKind::kThreads:
         return j.effects.advise_threads(a.value, j.grant.cpus.count(), by);
       case policy::ActionKind::kFileAdvice:
-        return policy::advise_file(a.path, geteuid(), a.value);
+        return policy::advise_file(a.path, geteuid(), a.value, a.offset, a.length);
       case policy::ActionKind::kCpuWeight:
       case policy::ActionKind::kIoWeight:
       case policy::ActionKind::kMemoryHigh:
@@ -160,6 +167,11 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
                                                     ": an embedded job has no cgroup of its own (mlosd gives it one)");
     }
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
+  };
+  cb.reads = [s](const std::string& by, uint64_t id, policy::ReadBudget budget) -> std::optional<policy::JobReads> {
+    auto it = s->jobs.find(id);
+    if (it == s->jobs.end() || !it->second.reads) return std::nullopt;
+    return it->second.reads->take(by, id, budget);
   };
   cb.reset = [s](const std::string& by, uint64_t id) {
     if (auto it = s->jobs.find(id); it != s->jobs.end()) it->second.effects.take_back(by);
@@ -242,7 +254,8 @@ std::shared_ptr<PhaseSink> EmbeddedPolicies::make_phase_sink(uint64_t now_ns) {
   return std::make_shared<PhaseFollower>(now_ns);
 }
 
-Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases) {
+Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases,
+                                 std::shared_ptr<ReadLog> reads) {
   if (job == 0) {
     return make_error(MLOS_ERR_UNSUPPORTED, "the claim was not recorded in the ledger, so no policy can serve it");
   }
@@ -259,6 +272,8 @@ Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::share
     State::Served j;
     j.grant = grant;
     j.phases = std::move(follower);
+    j.reads = std::move(reads);
+    j.pressure = o_.pressure_level(grant.memory_bytes);
     s_->jobs.emplace(job, std::move(j));
   });
   return out;

@@ -14,7 +14,8 @@
 // A public method queues its work for that thread and waits for it.
 //
 // What a policy may do to an embedded job: advise its thread count (within
-// its CPUs) and advise on files the user may read. CPU and I/O weights and
+// its CPUs) and advise on files the user may read. Its figures carry the
+// job's memory-pressure level, sampled (no pressure events are sent). CPU and I/O weights and
 // memory.high/low need a cgroup, which only mlosd gives a job: they are
 // refused as UNSUPPORTED and counted, never applied.
 //
@@ -37,6 +38,7 @@
 #include "core/status.h"
 #include "engine/claim_broker.h"
 #include "engine/policy_advice.h"
+#include "engine/read_log.h"
 #include "policy/policy_hosts.h"
 
 namespace mlos {
@@ -44,6 +46,7 @@ namespace mlos {
 class EmbeddedPolicies {
  public:
   static constexpr int kFollowMs = 50;  // phase changes reach policies within this
+  static constexpr int kPressureSampleMs = 200;
 
   struct Options {
     policy::PolicyHostsOptions hosts;
@@ -59,6 +62,12 @@ class EmbeddedPolicies {
     std::function<std::optional<double>()> process_cpu_seconds;
     std::function<std::optional<double>(const CpuSet&)> cpu_busy_seconds;
     std::function<std::optional<uint64_t>()> resident_bytes;
+    // The memory-pressure level of a job with `memory_bytes` (0: none
+    // declared), sampled for its figures; nullopt: unknown. Made once per
+    // job. Default: a LocalPressureFeed of this process without kernel
+    // triggers (its cgroup's working set against its limit, the node, the
+    // job's budget), sampled at most every kPressureSampleMs.
+    std::function<std::function<std::optional<int>()>(uint64_t memory_bytes)> pressure_level;
   };
 
   // What the job was granted, for its figures and the grant checks.
@@ -83,10 +92,12 @@ class EmbeddedPolicies {
   // looked) when no policy host is installed.
   static Result<std::shared_ptr<EmbeddedPolicies>> for_this_process();
 
-  // Registers job `job` (its claim id, not 0) with its grant and the sink
-  // its phases are published to (make_phase_sink). Attaches nothing.
-  // INVALID_ARGUMENT for a job already registered.
-  Status add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases);
+  // Registers job `job` (its claim id, not 0) with its grant, the sink
+  // its phases are published to (make_phase_sink) and its read log (may
+  // be null: its policies' read_log is then UNSUPPORTED). Attaches
+  // nothing. INVALID_ARGUMENT for a job already registered.
+  Status add_job(uint64_t job, const JobGrant& grant, std::shared_ptr<PhaseSink> phases,
+                 std::shared_ptr<ReadLog> reads = nullptr);
   // Attaches the defaults the job does not use yet; one that cannot be
   // attached is logged (once per policy) and skipped.
   void attach_defaults(uint64_t job);

@@ -38,6 +38,7 @@
 #include "engine/claim_broker.h"
 #include "engine/memory_watch.h"
 #include "engine/thread_registry.h"
+#include "policy/policy_protocol.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
 
@@ -91,6 +92,11 @@ class Job {
   Result<std::vector<std::string>> request_policy(const std::string& name, const nlohmann::json& config);
   Status release_policy(const std::string& name);
   Result<PolicyAdvice> advice();
+  // The job's read log and plan, for its policies (engine/read_log.h).
+  // UNSUPPORTED when the job's engine collects none (mlosd, for now).
+  // `read.path` must be absolute; no system call, no round trip.
+  Status record_read(policy::FileRead read);
+  Status announce_reads(std::vector<std::string> paths);
 
   // Activity for the job's phase sink (PhaseSink::count_*): a finished
   // barrier or all-reduce, a checkpoint made durable. No-ops for a grant

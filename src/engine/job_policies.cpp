@@ -3,10 +3,18 @@
 // daemon mode; the embedded engine refuses them, see ClaimBroker).
 #include "engine/job.h"
 
+#include "engine/read_log.h"
+
 namespace mlos {
 
 namespace {
 Error released() { return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released"); }
+
+Error no_read_log(const ClaimBroker& broker) {
+  return make_error(MLOS_ERR_UNSUPPORTED, std::string("the ") + broker.engine() +
+                                              " engine collects no read log for its jobs (embedded mode does; "
+                                              "mlosd does not yet)");
+}
 }  // namespace
 
 Result<uint64_t> Job::live_claim() const {
@@ -34,6 +42,20 @@ Status Job::release_policy(const std::string& name) {
   Status s = broker_->release_policy(*claim, name);
   if (Status live = still_live(); !live) return live;
   return s;
+}
+
+Status Job::record_read(policy::FileRead read) {
+  if (Status s = still_live(); !s) return s;
+  if (!grant_.read_log) return no_read_log(*broker_);
+  grant_.read_log->record(std::move(read));
+  return Status::Ok();
+}
+
+Status Job::announce_reads(std::vector<std::string> paths) {
+  if (Status s = still_live(); !s) return s;
+  if (!grant_.read_log) return no_read_log(*broker_);
+  grant_.read_log->announce(std::move(paths));
+  return Status::Ok();
 }
 
 Result<PolicyAdvice> Job::advice() {

@@ -123,6 +123,8 @@ Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request, bool 
   served.grant.priority = request.priority;
   served.phases = EmbeddedPolicies::make_phase_sink(Job::steady_clock_ns());
   grant.phase_sink = served.phases;
+  served.reads = std::make_shared<ReadLog>();
+  grant.read_log = served.reads;
   {
     std::lock_guard lock(mu_);
     served_[id] = served;
@@ -160,7 +162,7 @@ Result<std::shared_ptr<EmbeddedPolicies>> LedgerClaimBroker::serving(uint64_t cl
   // attach), and releases of other claims must not wait for it.
   auto service = policies_();
   if (!service || served.registered) return service;
-  if (Status s = (*service)->add_job(claim_id, served.grant, served.phases); !s) return s.error();
+  if (Status s = (*service)->add_job(claim_id, served.grant, served.phases, served.reads); !s) return s.error();
   bool gone = false;
   {
     std::lock_guard lock(mu_);

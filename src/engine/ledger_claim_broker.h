@@ -91,6 +91,7 @@ class LedgerClaimBroker final : public ClaimBroker {
   struct Served {
     EmbeddedPolicies::JobGrant grant;
     std::shared_ptr<PhaseSink> phases;
+    std::shared_ptr<ReadLog> reads;
     bool registered = false;  // with the service (add_job)
   };
   std::mutex mu_;

@@ -6,8 +6,9 @@
 
 namespace mlos {
 
-LocalPressureFeed::LocalPressureFeed(pid_t pid, uint64_t job_budget, const MemoryThresholds& t, std::string proc_root)
-    : pid_(pid), job_budget_(job_budget), proc_root_(std::move(proc_root)), tracker_(t) {
+LocalPressureFeed::LocalPressureFeed(pid_t pid, uint64_t job_budget, const MemoryThresholds& t, std::string proc_root,
+                                     bool wakeups)
+    : pid_(pid), wakeups_enabled_(wakeups), job_budget_(job_budget), proc_root_(std::move(proc_root)), tracker_(t) {
   auto cg = os::limited_memory_cgroup(pid_, proc_root_);
   if (!cg) {
     note("cgroup", "cannot find the memory cgroup: " + cg.error().describe());
@@ -19,6 +20,7 @@ LocalPressureFeed::LocalPressureFeed(pid_t pid, uint64_t job_budget, const Memor
 
 void LocalPressureFeed::arm() {
   wakeups_.clear();
+  if (!wakeups_enabled_) return;
   for (const char* key : {"usage_threshold", "vmpressure", "psi_window", "psi_some", "psi_full"}) notes_.erase(key);
   const MemoryThresholds& t = tracker_.thresholds();
   if (cgroup_ && cgroup_->version == 1) {

@@ -27,8 +27,11 @@ namespace mlos {
 
 class LocalPressureFeed final : public PressureFeed {
  public:
-  // `job_budget` 0: the job declared no memory_bytes.
-  LocalPressureFeed(pid_t pid, uint64_t job_budget, const MemoryThresholds& t, std::string proc_root = "/proc");
+  // `job_budget` 0: the job declared no memory_bytes. `wakeups` false: no
+  // kernel triggers are armed (fds() is empty), for a caller that only
+  // samples (the embedded policies' figures).
+  LocalPressureFeed(pid_t pid, uint64_t job_budget, const MemoryThresholds& t, std::string proc_root = "/proc",
+                    bool wakeups = true);
 
   std::vector<WaitFd> fds() const override;
   void on_ready(int fd, uint64_t now_ns) override;
@@ -43,6 +46,7 @@ class LocalPressureFeed final : public PressureFeed {
   void note(const std::string& key, const std::string& reason) { notes_[key] = reason; }
 
   const pid_t pid_;
+  const bool wakeups_enabled_;
   const uint64_t job_budget_;
   const std::string proc_root_;
   std::optional<os::MemoryCgroup> cgroup_;

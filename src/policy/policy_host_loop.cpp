@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "policy/policy_host_loop.h"
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -31,6 +32,9 @@ PolicyHostLoop::PolicyHostLoop(const mlos_policy_t* policy, int fd) : policy_(po
   host_.advise_threads = &advise_threads;
   host_.advise_file = &advise_file;
   host_.log = &log;
+  host_.read_log = &read_log;
+  host_.read_plan = &read_plan;
+  host_.advise_file_range = &advise_file_range;
 }
 
 int PolicyHostLoop::run() {
@@ -67,9 +71,11 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
   actions_ = json::array();
   dropped_actions_ = 0;
   logs_ = json::array();
+  reads_.clear();
   json reply{{"id", req.id}, {"ok", true}};
   try {
     const json& args = req.args;
+    remember_reads(args);
     char error[kErrorSize] = {0};
     if (req.op == "init") {
       if (initialised_) throw std::invalid_argument("already initialised");
@@ -126,8 +132,10 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
       throw std::invalid_argument("unknown op '" + req.op + "'");
     }
   } catch (const std::exception& e) {
+    reads_.clear();
     return daemon::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
   }
+  reads_.clear();  // the strings the policy saw die with the event
   if (!actions_.empty()) reply["actions"] = std::move(actions_);
   if (dropped_actions_ != 0) reply["dropped_actions"] = dropped_actions_;
   if (!logs_.empty()) reply["logs"] = std::move(logs_);
@@ -142,14 +150,73 @@ void PolicyHostLoop::remember(const json& figures) {
   jobs_[f->job] = *f;
 }
 
-int PolicyHostLoop::queue(uint64_t job, ActionKind kind, uint64_t value, std::string path) {
+void PolicyHostLoop::remember_reads(const json& args) {
+  if (!args.is_object() || !args.contains("reads")) return;
+  const json& all = args["reads"];
+  if (!all.is_array()) throw std::invalid_argument("'reads' must be an array");
+  for (const json& one : all) {
+    auto r = job_reads_from_json(one);
+    if (!r) throw std::invalid_argument(r.error().message);
+    EventReads& e = reads_[r->job];
+    e.log = std::move(*r);
+    for (const std::string& p : e.log.plan.paths) e.plan_paths.push_back(p.c_str());
+  }
+}
+
+int PolicyHostLoop::queue(uint64_t job, ActionKind kind, uint64_t value, std::string path, uint64_t offset,
+                          uint64_t length) {
   if (!jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
   if (actions_.size() >= kMaxActionsPerReply) {
     ++dropped_actions_;
     return MLOS_ERR_QUOTA;
   }
-  actions_.push_back(action_to_json(Action{job, kind, value, std::move(path)}));
+  actions_.push_back(action_to_json(Action{job, kind, value, std::move(path), offset, length}));
   return MLOS_OK;
+}
+
+int PolicyHostLoop::read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, size_t max, size_t* count,
+                             uint64_t* lost) {
+  PolicyHostLoop* me = self(ctx);
+  if (count == nullptr || (out == nullptr && max != 0)) return MLOS_ERR_INVALID_ARGUMENT;
+  *count = 0;
+  if (lost != nullptr) *lost = 0;
+  if (!me->jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
+  auto it = me->reads_.find(job);
+  if (it == me->reads_.end()) return MLOS_ERR_UNSUPPORTED;
+  EventReads& e = it->second;
+  while (*count < max && e.taken < e.log.reads.size()) {
+    const FileRead& r = e.log.reads[e.taken++];
+    out[(*count)++] = mlos_policy_read_t{r.path.c_str(), r.offset, r.length};
+  }
+  if (lost != nullptr && !e.lost_told) *lost = e.log.lost;
+  e.lost_told = true;
+  return MLOS_OK;
+}
+
+int PolicyHostLoop::read_plan(void* ctx, uint64_t job, mlos_policy_plan_t* out) {
+  PolicyHostLoop* me = self(ctx);
+  if (out == nullptr || out->struct_size < sizeof(mlos_policy_plan_t)) return MLOS_ERR_INVALID_ARGUMENT;
+  if (!me->jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
+  auto it = me->reads_.find(job);
+  if (it == me->reads_.end()) return MLOS_ERR_UNSUPPORTED;
+  const EventReads& e = it->second;
+  out->struct_size = sizeof *out;
+  out->generation = e.log.plan.generation;
+  out->position = e.log.plan.position;
+  out->total = e.log.plan.total;
+  out->count = e.plan_paths.size();
+  out->paths = e.plan_paths.data();
+  out->sizes = e.log.plan.sizes.data();
+  return MLOS_OK;
+}
+
+int PolicyHostLoop::advise_file_range(void* ctx, uint64_t job, const char* path, uint64_t offset, uint64_t length,
+                                      int advice) {
+  if (path == nullptr || path[0] == '\0' || strnlen(path, 4096) >= 4096 || advice < MLOS_POLICY_FILE_SEQUENTIAL ||
+      advice > MLOS_POLICY_FILE_DONTNEED || offset > INT64_MAX || length > INT64_MAX) {
+    return MLOS_ERR_INVALID_ARGUMENT;
+  }
+  return self(ctx)->queue(job, ActionKind::kFileAdvice, static_cast<uint64_t>(advice), path, offset, length);
 }
 
 int PolicyHostLoop::job_figures(void* ctx, uint64_t job, mlos_policy_job_figures_t* out) {

@@ -41,10 +41,27 @@ class PolicyHostLoop {
   static int advise_threads(void* ctx, uint64_t job, int threads);
   static int advise_file(void* ctx, uint64_t job, const char* path, int advice);
   static void log(void* ctx, int level, const char* message);
+  static int read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, size_t max, size_t* count, uint64_t* lost);
+  static int read_plan(void* ctx, uint64_t job, mlos_policy_plan_t* out);
+  static int advise_file_range(void* ctx, uint64_t job, const char* path, uint64_t offset, uint64_t length,
+                               int advice);
 
   // Queues an action for the current reply if `job` is attached.
-  int queue(uint64_t job, ActionKind kind, uint64_t value, std::string path = {});
+  int queue(uint64_t job, ActionKind kind, uint64_t value, std::string path = {}, uint64_t offset = 0,
+            uint64_t length = 0);
   void remember(const nlohmann::json& figures);
+  // The event's read logs ("reads": [JobReads..]), for read_log/read_plan
+  // during this event only.
+  void remember_reads(const nlohmann::json& args);
+
+  // One job's read log as the current event carried it, and how much of it
+  // the policy has taken.
+  struct EventReads {
+    JobReads log;
+    size_t taken = 0;
+    bool lost_told = false;
+    std::vector<const char*> plan_paths;
+  };
   nlohmann::json describe_json() const;
 
   const mlos_policy_t* policy_;
@@ -53,6 +70,7 @@ class PolicyHostLoop {
   void* state_ = nullptr;
   bool initialised_ = false;
   std::map<uint64_t, mlos_policy_job_figures_t> jobs_;  // attached jobs' last figures
+  std::map<uint64_t, EventReads> reads_;                 // this event's, by job
   nlohmann::json actions_ = nlohmann::json::array();
   uint64_t dropped_actions_ = 0;
   nlohmann::json logs_ = nlohmann::json::array();

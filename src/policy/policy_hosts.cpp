@@ -143,6 +143,7 @@ void PolicyHosts::dispatch(Loaded& l) {
   Event e = std::move(l.queue.front());
   l.queue.pop_front();
   if (e.op == "tick") e.args["now"] = static_cast<double>(now()) / 1e9;
+  add_reads(l, e);
   auto id = l.host->send(e.op, e.args, o_.deadline_ms);
   if (!id) {
     // A host that refused to load its policy may have exited before this
@@ -446,6 +447,22 @@ std::vector<std::string> PolicyHosts::policies_of(uint64_t job) const {
     if (l.jobs.count(job)) out.push_back(name);
   }
   return out;
+}
+
+void PolicyHosts::add_reads(const Loaded& l, Event& e) const {
+  if (!cb_.reads) return;
+  json logs = json::array();
+  auto add = [&](uint64_t job, ReadBudget budget) {
+    if (auto r = cb_.reads(l.name, job, budget)) logs.push_back(job_reads_to_json(*r));
+  };
+  if (e.op == "tick") {
+    // The jobs share one frame's bounds.
+    const size_t n = std::max<size_t>(1, l.jobs.size());
+    for (const auto& [job, config] : l.jobs) add(job, ReadBudget{kMaxReadsPerEvent / n, kMaxReadPathBytes / n});
+  } else if (e.op == "attach" || e.op == "phase" || e.op == "pressure") {
+    add(e.job, ReadBudget{0, kMaxReadPathBytes});  // the plan only: reads go with ticks
+  }
+  if (!logs.empty()) e.args["reads"] = std::move(logs);
 }
 
 json PolicyHosts::figures_json(uint64_t job) const {

@@ -68,6 +68,11 @@ class PolicyHosts {
     // Undoes every effect `policy` had on `job` (it detached or failed).
     std::function<void(const std::string& policy, uint64_t job)> reset;
     std::function<uint64_t()> now_ns;  // monotonic
+    // Optional. The job's read log for `policy`: the reads it has not been
+    // given yet and the plan's window, within `budget`. Each read is given
+    // once per policy. nullopt: no read log for this job (the policy's
+    // read_log answers UNSUPPORTED).
+    std::function<std::optional<JobReads>(const std::string& policy, uint64_t job, ReadBudget budget)> reads;
   };
 
   PolicyHosts(PolicyHostsOptions options, Callbacks callbacks);
@@ -160,6 +165,9 @@ class PolicyHosts {
   void handle_reply(Loaded& l, const HostReply& reply);
   void apply_actions(Loaded& l, const std::vector<Action>& actions);
   nlohmann::json figures_json(uint64_t job) const;
+  // Adds the read logs (Callbacks::reads) to an event as it is sent: a
+  // tick takes each job's new reads, other job events carry the plan only.
+  void add_reads(const Loaded& l, Event& e) const;
   void stop_host(Loaded& l);
   uint64_t now() const { return cb_.now_ns(); }
 

@@ -3,7 +3,9 @@
 
 #include <climits>
 #include <cstring>
+#include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/json_fields.h"
 
@@ -45,7 +47,13 @@ std::optional<ActionKind> action_kind_from_name(std::string_view name) {
 
 json action_to_json(const Action& a) {
   json j{{"job", a.job}, {"kind", action_kind_name(a.kind)}, {"value", a.value}};
-  if (a.kind == ActionKind::kFileAdvice) j["path"] = a.path;
+  if (a.kind == ActionKind::kFileAdvice) {
+    j["path"] = a.path;
+    if (a.offset != 0 || a.length != 0) {
+      j["offset"] = a.offset;
+      j["length"] = a.length;
+    }
+  }
   return j;
 }
 
@@ -68,9 +76,105 @@ Result<Action> action_from_json(const json& j) {
     } else if (a.kind == ActionKind::kFileAdvice) {
       throw std::invalid_argument("file_advice needs a 'path'");
     }
+    if (j.contains("offset") || j.contains("length")) {
+      if (a.kind != ActionKind::kFileAdvice) throw std::invalid_argument("'offset' and 'length' are for file_advice only");
+      a.offset = non_negative_field(j, "offset");
+      a.length = non_negative_field(j, "length");
+    }
     return a;
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad action: ") + e.what());
+  }
+}
+
+namespace {
+
+const std::string& absolute_path(const json& v, const char* what) {
+  if (!v.is_string()) throw std::invalid_argument(std::string(what) + " must be a string");
+  const std::string& p = v.get_ref<const std::string&>();
+  if (p.empty() || p[0] != '/' || p.size() >= PATH_MAX || p.find('\0') != std::string::npos) {
+    throw std::invalid_argument(std::string(what) + " must be an absolute path of at most PATH_MAX-1 bytes");
+  }
+  return p;
+}
+
+}  // namespace
+
+json job_reads_to_json(const JobReads& r) {
+  json files = json::array(), reads = json::array();
+  std::map<std::string_view, size_t> index;
+  for (const FileRead& read : r.reads) {
+    auto [it, fresh] = index.emplace(read.path, files.size());
+    if (fresh) files.push_back(read.path);
+    reads.push_back(json::array({it->second, read.offset, read.length}));
+  }
+  return json{{"job", r.job},
+              {"files", std::move(files)},
+              {"reads", std::move(reads)},
+              {"lost", r.lost},
+              {"plan",
+               {{"generation", r.plan.generation},
+                {"position", r.plan.position},
+                {"total", r.plan.total},
+                {"paths", r.plan.paths},
+                {"sizes", r.plan.sizes}}}};
+}
+
+Result<JobReads> job_reads_from_json(const json& j) {
+  try {
+    if (!j.is_object()) throw std::invalid_argument("a read log must be an object");
+    JobReads r;
+    r.job = non_negative_field(j, "job");
+    r.lost = non_negative_field(j, "lost");
+    const json& files = j.at("files");
+    const json& reads = j.at("reads");
+    if (!files.is_array() || !reads.is_array()) throw std::invalid_argument("'files' and 'reads' must be arrays");
+    if (reads.size() > kMaxReadsPerEvent || files.size() > reads.size()) {
+      throw std::invalid_argument("more than " + std::to_string(kMaxReadsPerEvent) + " reads or more files than reads");
+    }
+    size_t path_bytes = 0;
+    std::vector<const std::string*> names;
+    for (const json& f : files) {
+      names.push_back(&absolute_path(f, "a file"));
+      path_bytes += names.back()->size();
+    }
+    for (const json& read : reads) {
+      if (!read.is_array() || read.size() != 3 || !is_non_negative_integer(read[0]) ||
+          !is_non_negative_integer(read[1]) || !is_non_negative_integer(read[2])) {
+        throw std::invalid_argument("a read must be [file_index, offset, length] of non-negative integers");
+      }
+      const uint64_t file = read[0].get<uint64_t>();
+      if (file >= names.size()) throw std::invalid_argument("a read names file " + std::to_string(file) + " of none");
+      r.reads.push_back(FileRead{*names[file], read[1].get<uint64_t>(), read[2].get<uint64_t>()});
+    }
+    const json& plan = j.at("plan");
+    if (!plan.is_object()) throw std::invalid_argument("'plan' must be an object");
+    r.plan.generation = non_negative_field(plan, "generation");
+    r.plan.position = non_negative_field(plan, "position");
+    r.plan.total = non_negative_field(plan, "total");
+    const json& paths = plan.at("paths");
+    const json& sizes = plan.at("sizes");
+    if (!paths.is_array() || !sizes.is_array() || paths.size() != sizes.size() || paths.size() > kMaxPlanWindow) {
+      throw std::invalid_argument("the plan's 'paths' and 'sizes' must be arrays of one length, at most " +
+                                  std::to_string(kMaxPlanWindow));
+    }
+    for (size_t i = 0; i < paths.size(); ++i) {
+      r.plan.paths.push_back(absolute_path(paths[i], "a plan entry"));
+      path_bytes += r.plan.paths.back().size();
+      if (!sizes[i].is_number_integer() || sizes[i].get<int64_t>() < -1) {
+        throw std::invalid_argument("a plan size must be an integer >= -1");
+      }
+      r.plan.sizes.push_back(sizes[i].get<int64_t>());
+    }
+    if (path_bytes > kMaxReadPathBytes) {
+      throw std::invalid_argument("the read log's paths exceed " + std::to_string(kMaxReadPathBytes) + " bytes");
+    }
+    if (r.plan.position > r.plan.total || r.plan.paths.size() > r.plan.total - r.plan.position) {
+      throw std::invalid_argument("the plan's window lies outside the plan");
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad read log: ") + e.what());
   }
 }
 

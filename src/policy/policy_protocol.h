@@ -48,12 +48,14 @@ const char* action_kind_name(ActionKind kind);
 std::optional<ActionKind> action_kind_from_name(std::string_view name);
 
 // One thing a policy asked for. `value`: the weight, bytes, thread count or
-// mlos_policy_file_advice_t; `path` for kFileAdvice only.
+// mlos_policy_file_advice_t; `path`, `offset` and `length` (0: to the end)
+// for kFileAdvice only.
 struct Action {
   uint64_t job = 0;
   ActionKind kind = ActionKind::kCpuWeight;
   uint64_t value = 0;
   std::string path;
+  uint64_t offset = 0, length = 0;
   bool operator==(const Action&) const = default;
 };
 
@@ -69,6 +71,52 @@ mlos_policy_job_figures_t empty_figures(uint64_t job);
 // Sets num_cpus and the cpu list of `f` from `cpus`; a list longer than the
 // field is cut at a comma and cpus_truncated set.
 void set_figure_cpus(mlos_policy_job_figures_t& f, const CpuSet& cpus);
+
+// The read log and plan of one job, as one event carries them to a host
+// (mlos_policy_host_t.read_log / read_plan). On the wire:
+//   {"job":N, "files":[path..], "reads":[[file_index, offset, length]..],
+//    "lost":N, "plan":{"generation":G, "position":P, "total":T,
+//                      "paths":[..], "sizes":[..]}}
+// Bounded both ways (kMaxReadsPerEvent, kMaxPlanWindow, kMaxReadPathBytes
+// of paths in all): what does not fit waits for the next event.
+constexpr size_t kMaxReadsPerEvent = 1024;
+constexpr size_t kMaxPlanWindow = 256;
+constexpr size_t kMaxReadPathBytes = 96 * 1024;
+
+struct FileRead {
+  std::string path;
+  uint64_t offset = 0, length = 0;  // length 0: to the end of the file
+  bool operator==(const FileRead&) const = default;
+};
+
+struct ReadPlanWindow {
+  uint64_t generation = 0;  // 0: no plan announced
+  uint64_t position = 0, total = 0;
+  std::vector<std::string> paths;  // the entries from `position` on
+  std::vector<int64_t> sizes;      // parallel to paths; -1 unknown
+  bool operator==(const ReadPlanWindow&) const = default;
+};
+
+// How much of a job's read log one event may carry: its share of the
+// event's bounds (a tick to a policy of n jobs gives each 1/n). Half the
+// path bytes go to reads, half to the plan's window.
+struct ReadBudget {
+  size_t reads = kMaxReadsPerEvent;
+  size_t path_bytes = kMaxReadPathBytes;
+};
+
+struct JobReads {
+  uint64_t job = 0;
+  std::vector<FileRead> reads;
+  uint64_t lost = 0;
+  ReadPlanWindow plan;
+  bool operator==(const JobReads&) const = default;
+};
+
+nlohmann::json job_reads_to_json(const JobReads& r);
+// INVALID_ARGUMENT naming the field: anything missing or mistyped, a file
+// index out of range, a path empty or not absolute, more than the bounds.
+Result<JobReads> job_reads_from_json(const nlohmann::json& j);
 
 // What a host says about its policy after init.
 struct PolicyInfo {

@@ -170,3 +170,36 @@ TEST_F(PolicyApi, TwoJobsShareOneHostAndOneJobsReleaseLeavesTheOthersPolicy) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(PolicyApi, ReadLogCallsCheckTheirArgumentsAndTheHandle) {
+  auto* fake = reinterpret_cast<mlos_training_resources_t*>(0x4321);
+  const char* one[] = {"/data/a"};
+  EXPECT_EQ(mlos_training_record_read(fake, "/data/a", 0, 0), MLOS_ERR_INVALID_HANDLE);
+  EXPECT_EQ(mlos_training_announce_reads(nullptr, one, 1), MLOS_ERR_INVALID_HANDLE);
+  EXPECT_EQ(mlos_training_record_read(res_, nullptr, 0, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_record_read(res_, "", 0, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_record_read(res_, "bad\xff", 0, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("UTF-8"), std::string::npos) << message();
+  EXPECT_EQ(mlos_training_record_read(res_, std::string(5000, 'a').c_str(), 0, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_announce_reads(res_, nullptr, 2), MLOS_ERR_INVALID_ARGUMENT);
+  const char* bad[] = {"/data/a", ""};
+  EXPECT_EQ(mlos_training_announce_reads(res_, bad, 2), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("paths[1]"), std::string::npos) << message();
+  // An embedded job has a read log, with or without a policy to read it.
+  EXPECT_EQ(mlos_training_record_read(res_, "/data/a", 0, 4096), MLOS_OK) << message();
+  EXPECT_EQ(mlos_training_record_read(res_, "relative/b", 4096, 0), MLOS_OK) << message();
+  EXPECT_EQ(mlos_training_announce_reads(res_, one, 1), MLOS_OK) << message();
+  EXPECT_EQ(mlos_training_announce_reads(res_, nullptr, 0), MLOS_OK) << "withdraws the plan";
+}
+
+TEST_F(PolicyApi, PrefetchAttachesToAnEmbeddedJob) {
+  if (!has_policy_host()) GTEST_SKIP() << message();
+  ASSERT_EQ(mlos_training_request_policy(res_, "prefetch", "{\"ahead_mb\": 16}"), MLOS_OK) << message();
+  EXPECT_EQ(mlos_training_request_policy(res_, "prefetch", "{\"ahead\": 16}"), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(advice_of(res_).policies, 1);
+  EXPECT_EQ(mlos_training_release_policy(res_, "prefetch"), MLOS_OK) << message();
+}
+
+}  // namespace

@@ -91,6 +91,11 @@ Harness::Harness(PolicyHostsOptions options, Clock clock) {
     return s;
   };
   cb.reset = [this](const std::string& policy, uint64_t job) { owner_.resets.emplace_back(policy, job); };
+  cb.reads = [this](const std::string& policy, uint64_t job, ReadBudget budget) -> std::optional<JobReads> {
+    auto it = owner_.read_logs.find(job);
+    if (it == owner_.read_logs.end()) return std::nullopt;
+    return it->second->take(policy, job, budget);
+  };
   if (clock == Clock::kManual) {
     cb.now_ns = [this] { return clock_.now_ns(); };
   } else {

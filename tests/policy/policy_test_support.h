@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/read_log.h"
 #include "policy/policy_hosts.h"
 
 namespace mlos::policy::testing {
@@ -53,6 +54,8 @@ struct Owner {
   std::vector<AppliedAction> applied;
   std::vector<std::pair<std::string, uint64_t>> resets;
   std::vector<std::string> logs;  // the library's log lines (PolicyHosts logs the policies' lines)
+  // Jobs with a read log (the policies' read_log); the others have none.
+  std::map<uint64_t, std::shared_ptr<ReadLog>> read_logs;
   // The grant: an error refuses the action (it is then not in `applied`).
   std::function<Status(const Action&)> grant = [](const Action&) { return Status::Ok(); };
 

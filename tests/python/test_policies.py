@@ -113,6 +113,25 @@ with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
 """
 
 
+def test_an_embedded_job_records_reads_and_attaches_prefetch():
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
+        ctx.record_read("/data/a", 0, 4096)
+        ctx.record_read(Path("relative/b"))
+        ctx.announce_reads(["/data/a", Path("/data/b")])
+        ctx.announce_reads([])
+        with pytest.raises(ValueError):
+            ctx.record_read("/data/a", -1)
+        with pytest.raises(m.MLOSError) as e:
+            ctx.record_read("")
+        assert e.value.code == CODES["INVALID_ARGUMENT"]
+        ctx.request_policy("prefetch", ahead_mb=8)
+        assert ctx.advice["policies"] >= 1
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("prefetch", ahead=8)  # another config while attached
+        assert e.value.code == CODES["INVALID_ARGUMENT"]
+        ctx.release_policy("prefetch")
+
+
 def test_without_an_installed_host_policies_are_unsupported_saying_where_it_looked():
     out = embedded_child(ADVICE_OR_ERROR, MLOS_POLICY_HOST="/nonexistent/mlos-policyhost")
     assert out["code"] == CODES["UNSUPPORTED"], out
@@ -193,6 +212,17 @@ def test_request_policy_and_advice_under_mlosd(mlosd):
         with pytest.raises(m.MLOSError) as e:
             ctx.request_policy("example", bogus=1)
         assert e.value.code == CODES["INVALID_ARGUMENT"] and "bogus" in str(e.value)
+
+
+def test_read_logs_are_unsupported_under_mlosd_and_prefetch_says_why(mlosd):
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
+        with pytest.raises(m.MLOSError) as e:
+            ctx.record_read("/data/a")
+        assert e.value.code == CODES["UNSUPPORTED"] and "read log" in str(e.value)
+        with pytest.raises(m.MLOSError) as e:
+            ctx.request_policy("prefetch")
+        assert e.value.code == CODES["UNSUPPORTED"] and "read log" in str(e.value)
+        assert ctx.advice["policies"] == 0
 
 
 def test_a_context_requests_its_policies_after_the_grant(mlosd):

@@ -166,3 +166,49 @@ def test_memory_pressure_callbacks_reach_python():
             ctx.resources.unregister_memory_callback(on_pressure)  # not registered any more
         assert e.value.code == -1
         del ballast
+
+
+class NamedFiles(torch.utils.data.Dataset):
+    """A dataset that names its files as torchvision's ImageFolder does."""
+
+    def __init__(self, n=12):
+        self.samples = [(f"/data/img-{i:03d}.jpg", i % 3) for i in range(n)]
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        return torch.tensor(float(i))
+
+
+def test_dataloader_announces_each_epochs_file_order_and_records_reads(monkeypatch):
+    calls = []
+    real_announce, real_record = m.Resources.announce_reads, m.Resources.record_read
+
+    def announce(self, paths):
+        calls.append(("plan", list(paths)))
+        real_announce(self, paths)  # the real call too: embedded mode takes it
+
+    def record(self, path, offset=0, length=0):
+        calls.append(("read", path))
+        real_record(self, path, offset, length)
+
+    monkeypatch.setattr(m.Resources, "announce_reads", announce)
+    monkeypatch.setattr(m.Resources, "record_read", record)
+    with MLOSTrainingContext(num_cpus=1, exclusive_cpus=False):
+        loader = MLOSDataLoader(NamedFiles(), batch_size=4, shuffle=True, num_workers=0)
+        assert loader.mlos_announcing is not None
+        orders = []
+        for epoch in range(2):
+            calls.clear()
+            seen = [int(i) for batch in loader for i in batch]
+            plan = calls[0]
+            assert plan[0] == "plan" and plan[1] == [f"/data/img-{i:03d}.jpg" for i in seen]
+            assert [c[1] for c in calls[1:]] == plan[1]  # each index recorded as it goes out
+            assert sorted(seen) == list(range(12))
+            orders.append(seen)
+        assert orders[0] != orders[1]  # shuffled anew, announced anew
+        unnamed = MLOSDataLoader(WhereAmI(), batch_size=4, num_workers=0)
+        assert unnamed.mlos_announcing is None  # nothing to announce
+        off = MLOSDataLoader(NamedFiles(), batch_size=4, announce_reads=False, num_workers=0)
+        assert off.mlos_announcing is None

@@ -13,6 +13,7 @@ import os
 import torch.utils.data
 
 from .. import PHASE_DATA_LOADING
+from ..errors import MLOSError
 from ..context import current
 from ..cpu_list import parse_cpu_list
 
@@ -50,6 +51,54 @@ class _PinWorkers:
             self.user_init(worker_id)
 
 
+def dataset_paths(dataset):
+    """The file of each index of `dataset`, where it says: `samples` or
+    `imgs` lists of (path, target), as torchvision's DatasetFolder and
+    ImageFolder keep them. None otherwise."""
+    for name in ("samples", "imgs"):
+        items = getattr(dataset, name, None)
+        if isinstance(items, (list, tuple)) and items and isinstance(items[0], (list, tuple)) \
+                and isinstance(items[0][0], (str, os.PathLike)):
+            return [os.fspath(item[0]) for item in items]
+    return None
+
+
+class _AnnouncingSampler(torch.utils.data.Sampler):
+    """Wraps a sampler: each epoch's order is announced to the job
+    (announce_reads) before the first index goes out, and each index is
+    recorded as read (record_read) as it goes out, which is when the
+    DataLoader hands it to a worker. For the `prefetch` policy
+    (docs/prefetch.md). An engine without a read log (mlosd, for now) makes
+    the first call raise UNSUPPORTED: the sampler then stops calling."""
+
+    def __init__(self, inner, paths, ctx):
+        self.inner, self.paths, self.ctx = inner, paths, ctx
+        self.enabled = True
+
+    def _call(self, fn, *args):
+        if not self.enabled:
+            return
+        try:
+            fn(*args)
+        except MLOSError as e:
+            if e.name != "UNSUPPORTED":
+                raise
+            self.enabled = False
+
+    def __iter__(self):
+        order = list(self.inner)
+        resources = self.ctx.resources
+        if resources is not None:
+            self._call(resources.announce_reads, [self.paths[i] for i in order])
+        for i in order:
+            if resources is not None:
+                self._call(resources.record_read, self.paths[i])
+            yield i
+
+    def __len__(self):
+        return len(self.inner)
+
+
 class _MarkedIterator:
     def __init__(self, inner, ctx):
         self.inner, self.ctx = inner, ctx
@@ -68,16 +117,31 @@ class _MarkedIterator:
 
 class MLOSDataLoader(torch.utils.data.DataLoader):
     """torch.utils.data.DataLoader with the same arguments, plus
-    numa_aware (default True) and context (default: the active
+    numa_aware (default True), announce_reads (default True: tell the job's
+    policies each epoch's file order, for a dataset that names its files;
+    see _AnnouncingSampler) and context (default: the active
     MLOSTrainingContext). Without an active context it behaves exactly like
-    DataLoader."""
+    DataLoader. Keyword arguments only past `dataset`."""
 
-    def __init__(self, dataset, *args, numa_aware=True, context=None, **kwargs):
+    def __init__(self, dataset, *args, numa_aware=True, announce_reads=True, context=None, **kwargs):
         self.mlos_context = context or current()
         self.mlos_worker_cpus = None
-        if numa_aware and self.mlos_context is not None and self.mlos_context.resources is not None:
+        active = self.mlos_context is not None and self.mlos_context.resources is not None
+        if numa_aware and active:
             self.mlos_worker_cpus = worker_cpus(self.mlos_context)
             kwargs["worker_init_fn"] = _PinWorkers(self.mlos_worker_cpus, kwargs.get("worker_init_fn"))
+        self.mlos_announcing = None
+        if announce_reads and active and not args and kwargs.get("batch_sampler") is None \
+                and not isinstance(dataset, torch.utils.data.IterableDataset):
+            paths = dataset_paths(dataset)
+            if paths is not None:
+                sampler = kwargs.pop("sampler", None)
+                if sampler is None:
+                    # What DataLoader itself would make.
+                    sampler = (torch.utils.data.RandomSampler(dataset, generator=kwargs.get("generator"))
+                               if kwargs.pop("shuffle", False) else torch.utils.data.SequentialSampler(dataset))
+                self.mlos_announcing = _AnnouncingSampler(sampler, paths, self.mlos_context)
+                kwargs["sampler"] = self.mlos_announcing
         super().__init__(dataset, *args, **kwargs)
 
     def __iter__(self):
