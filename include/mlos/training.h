@@ -589,15 +589,16 @@ MLOS_API int mlos_training_get_advice(mlos_training_resources_t* resources, mlos
 /* ---- The job's reads, for its policies (docs/prefetch.md) ----
  *
  * A policy such as `prefetch` learns from what the job reads and from what
- * it announces it will read. Both calls are cheap (no system call, no
- * round trip) and only feed the job's policies: without one that reads
- * them they change nothing. Embedded mode only for now: a daemon-mode job
+ * it announces it will read. Both calls are cheap (no round trip; no system
+ * call for an absolute path) and only feed the job's policies: without one
+ * that reads them they change nothing. Embedded mode only for now: a daemon-mode job
  * gets MLOS_ERR_UNSUPPORTED (mlosd collects no read log yet). */
 
 /* Records that the job read `length` bytes of `path` at `offset` (length
  * 0: the whole file). A relative path is taken from the working directory
- * now. Errors: INVALID_HANDLE, INVALID_ARGUMENT (path NULL, empty, longer
- * than PATH_MAX or not UTF-8), UNSUPPORTED (daemon mode). */
+ * now (that costs a getcwd). Errors: INVALID_HANDLE, INVALID_ARGUMENT (path
+ * NULL, empty, longer than PATH_MAX or not UTF-8; offset + length past
+ * INT64_MAX), UNSUPPORTED (daemon mode). */
 MLOS_API int mlos_training_record_read(mlos_training_resources_t* resources, const char* path, uint64_t offset,
                                        uint64_t length);
 

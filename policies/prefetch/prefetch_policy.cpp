@@ -153,7 +153,11 @@ void serve(const mlos_policy_host_t* host, uint64_t job, Prefetcher& p) {
   f.struct_size = sizeof f;
   if (host->job_figures(host->ctx, job, &f) != MLOS_OK) return;
   for (const auto& fetch : p.next(view, f.memory_limit_bytes, f.memory_pressure_level)) {
-    host->advise_file_range(host->ctx, job, fetch.path.c_str(), fetch.offset, fetch.length, MLOS_POLICY_FILE_WILLNEED);
+    // QUOTA: the reply is full (many jobs this tick); it waits for the next.
+    if (host->advise_file_range(host->ctx, job, fetch.path.c_str(), fetch.offset, fetch.length,
+                                MLOS_POLICY_FILE_WILLNEED) != MLOS_OK) {
+      p.cancel(fetch);
+    }
   }
 }
 

@@ -49,6 +49,21 @@ void Prefetcher::observe(const std::string& path, uint64_t offset, uint64_t leng
   expire();
 }
 
+void Prefetcher::cancel(const Fetch& f) {
+  auto it = pending_.find(Key{f.path, f.offset});
+  if (f.refresh || it == pending_.end()) return;
+  outstanding_bytes_ -= it->second.bytes;
+  stats_.fetched_bytes -= it->second.bytes;
+  --stats_.fetches;
+  pending_.erase(it);
+}
+
+void Prefetcher::lost(uint64_t reads) {
+  if (reads == 0) return;
+  stats_.lost_reads += reads;
+  model_.forget_last();  // the read before the gap did not lead to the one after it
+}
+
 void Prefetcher::expire() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (stats_.reads - it->second.issued_at > c_.expire_reads) {
@@ -68,7 +83,7 @@ void Prefetcher::issue(std::vector<Fetch>& out, const std::string& path, uint64_
     if (refresh == 0) return;
     --refresh;
     ++stats_.refreshes;
-    out.push_back(Fetch{path, offset, length, source});
+    out.push_back(Fetch{path, offset, length, source, /*refresh=*/true});
     return;
   }
   pending_.emplace(std::move(key), Pending{length, bytes, stats_.reads, source});
@@ -92,20 +107,23 @@ std::vector<Fetch> Prefetcher::next(const PlanView& plan, uint64_t memory_limit,
     uint64_t ahead = 0;  // plan bytes between the reader and this entry, fetched or not
     for (const auto& [path, size] : plan.next) {
       if (!room()) break;
+      // A file of unknown size (-1) is fetched and counted as one block:
+      // every fetch is charged exactly what it asks the kernel for.
       const uint64_t bytes = size > 0 ? static_cast<uint64_t>(size) : c_.block_bytes;
       ahead += bytes;
       if (ahead > limit) break;  // further ahead than the budget reaches
-      if (size == 0) continue;   // empty (-1, not stat'ed, counts as a block)
+      if (size == 0) continue;   // empty
       if (!fits(bytes) && !pending_.count(Key{path, 0})) break;
-      issue(out, path, 0, 0, bytes, Source::kPlan, refresh);
+      issue(out, path, 0, bytes, bytes, Source::kPlan, refresh);
     }
   }
   if (c_.learn && !paused(Source::kLearned)) {
     size_t refresh = moved ? c_.refresh_head : 0;
     for (const ExtentRef& e : model_.predict(limit, c_.max_fetches_per_tick, c_.min_confidence)) {
+      // An extent read "to the end" of a file of unknown size: one block.
       const uint64_t bytes = e.length == 0 ? c_.block_bytes : e.length;
       if (!room() || (!fits(bytes) && !pending_.count(Key{e.path, e.offset}))) break;
-      issue(out, e.path, e.offset, e.length, bytes, Source::kLearned, refresh);
+      issue(out, e.path, e.offset, bytes, bytes, Source::kLearned, refresh);
     }
   }
   return out;

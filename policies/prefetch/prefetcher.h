@@ -50,10 +50,13 @@ struct PrefetchConfig {
 
 enum class Source { kPlan = 0, kLearned = 1 };
 
+// A range to fetch; never open-ended: a file or extent of unknown size is
+// one block, so the budget counts what is asked of the kernel.
 struct Fetch {
   std::string path;
-  uint64_t offset = 0, length = 0;  // length 0: to the end of the file
+  uint64_t offset = 0, length = 0;
   Source source = Source::kPlan;
+  bool refresh = false;  // fetched again while pending (see "Refreshing")
 };
 
 // The announced plan's next entries (mlos_policy_plan_t).
@@ -82,7 +85,12 @@ class Prefetcher {
 
   // One read of the job, in order.
   void observe(const std::string& path, uint64_t offset, uint64_t length);
-  void lost(uint64_t reads) { stats_.lost_reads += reads; }
+  // `reads` of the job's reads never reached the policy (the log is
+  // bounded): counted, and the model learns no transition across the gap.
+  void lost(uint64_t reads);
+  // A fetch next() returned that the host refused: no longer pending, not
+  // judged, not counted.
+  void cancel(const Fetch& f);
 
   // What to fetch now. `memory_limit` 0: none known; `pressure`:
   // mlos_memory_pressure_level_t, -1 unknown.

@@ -49,6 +49,9 @@ class ReadModel {
   // (an extent read to the end counts as block_bytes).
   std::vector<ExtentRef> predict(uint64_t bytes, size_t max, double min_confidence) const;
 
+  // The next observe() starts a new chain (reads were lost in between).
+  void forget_last() { last_ = -1; }
+
   size_t states() const { return states_.size(); }
   uint64_t dropped_states() const { return dropped_states_; }  // not learned: the model was full
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ int mlos_training_record_read(mlos_training_resources_t* resources, const char* 
     if (!job) return mlos_last_error();
     auto p = absolute_read_path(path, "path");
     if (!p) return record_error(p.error());
+    if (offset > INT64_MAX || length > INT64_MAX - offset) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "offset + length is past the largest file offset"));
+    }
     return mlos::to_code(job->record_read(mlos::policy::FileRead{std::move(*p), offset, length}));
   });
 }

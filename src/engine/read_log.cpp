@@ -28,11 +28,15 @@ void ReadLog::record(policy::FileRead read) {
 }
 
 void ReadLog::announce(std::vector<std::string> paths) {
-  std::lock_guard lock(mu_);
-  sizes_.assign(paths.size(), kUnstated);
-  plan_ = std::move(paths);
-  position_ = 0;
-  ++generation_;
+  std::vector<int64_t> sizes(paths.size(), kUnstated);
+  {
+    std::lock_guard lock(mu_);
+    plan_.swap(paths);
+    sizes_.swap(sizes);
+    position_ = 0;
+    ++generation_;
+  }
+  // The old plan (now in `paths`) is freed here, outside the lock.
 }
 
 uint64_t ReadLog::recorded() const {
@@ -55,11 +59,14 @@ policy::JobReads ReadLog::take(const std::string& consumer, uint64_t job, policy
       out.lost = first_seq_ - next;
       next = first_seq_;
     }
+    // Paths are counted as JSON will write them. The first always goes, so
+    // a long path cannot stall the log however small the share.
     size_t bytes = 0;
     while (out.reads.size() < max_reads && next < first_seq_ + reads_.size()) {
       const policy::FileRead& r = reads_[next - first_seq_];
-      if (bytes + r.path.size() > path_bytes) break;
-      bytes += r.path.size();
+      const size_t size = policy::json_string_bytes(r.path);
+      if (bytes != 0 && bytes + size > path_bytes) break;
+      bytes += size;
       out.reads.push_back(r);
       ++next;
     }
@@ -69,15 +76,24 @@ policy::JobReads ReadLog::take(const std::string& consumer, uint64_t job, policy
     out.plan.total = plan_.size();
     bytes = 0;
     for (uint64_t i = position_; i < plan_.size() && out.plan.paths.size() < policy::kMaxPlanWindow; ++i) {
-      if (bytes + plan_[i].size() > path_bytes) break;
-      bytes += plan_[i].size();
+      const size_t size = policy::json_string_bytes(plan_[i]);
+      if (bytes != 0 && bytes + size > path_bytes) break;
+      bytes += size;
       out.plan.paths.push_back(plan_[i]);
       out.plan.sizes.push_back(sizes_[i]);
       if (sizes_[i] == kUnstated) unstated.emplace_back(i, plan_[i]);
     }
   }
+  // stat() outside the lock: record() is on the job's hot path. A read of
+  // a whole file (length 0) gets the file's size, so a policy knows what
+  // "the whole file" costs.
+  for (policy::FileRead& r : out.reads) {
+    struct stat st{};
+    if (r.length == 0 && stat(r.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      r.length = static_cast<uint64_t>(st.st_size) > r.offset ? static_cast<uint64_t>(st.st_size) - r.offset : 0;
+    }
+  }
   if (unstated.empty()) return out;
-  // stat() outside the lock: record() is on the job's hot path.
   std::vector<int64_t> stated;
   for (const auto& [index, path] : unstated) {
     struct stat st{};

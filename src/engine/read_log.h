@@ -39,7 +39,10 @@ class ReadLog {
 
   // For `consumer` (a policy's name): the reads it has not taken yet, how
   // many it lost, and the plan's next entries with their sizes, within
-  // `budget` (half its path bytes for reads, half for the plan).
+  // `budget` (half its path bytes for reads, half for the plan, counted as
+  // JSON writes them; the first of each goes whatever its size). A read of
+  // a whole file (length 0) is given the file's size (stat) when it is a
+  // regular file.
   policy::JobReads take(const std::string& consumer, uint64_t job, policy::ReadBudget budget = {});
 
   uint64_t recorded() const;  // reads ever recorded

@@ -71,6 +71,8 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
   actions_ = json::array();
   dropped_actions_ = 0;
   logs_ = json::array();
+  action_path_bytes_ = 0;
+  reads_used_ = false;
   reads_.clear();
   json reply{{"id", req.id}, {"ok", true}};
   try {
@@ -139,6 +141,7 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
   if (!actions_.empty()) reply["actions"] = std::move(actions_);
   if (dropped_actions_ != 0) reply["dropped_actions"] = dropped_actions_;
   if (!logs_.empty()) reply["logs"] = std::move(logs_);
+  if (reads_used_) reply["reads_used"] = true;
   return reply;
 }
 
@@ -157,7 +160,9 @@ void PolicyHostLoop::remember_reads(const json& args) {
   for (const json& one : all) {
     auto r = job_reads_from_json(one);
     if (!r) throw std::invalid_argument(r.error().message);
-    EventReads& e = reads_[r->job];
+    auto [it, fresh] = reads_.try_emplace(r->job);
+    if (!fresh) throw std::invalid_argument("job " + std::to_string(r->job) + " has two read logs");
+    EventReads& e = it->second;
     e.log = std::move(*r);
     for (const std::string& p : e.log.plan.paths) e.plan_paths.push_back(p.c_str());
   }
@@ -166,10 +171,11 @@ void PolicyHostLoop::remember_reads(const json& args) {
 int PolicyHostLoop::queue(uint64_t job, ActionKind kind, uint64_t value, std::string path, uint64_t offset,
                           uint64_t length) {
   if (!jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
-  if (actions_.size() >= kMaxActionsPerReply) {
+  if (actions_.size() >= kMaxActionsPerReply || action_path_bytes_ + json_string_bytes(path) > kMaxActionPathBytes) {
     ++dropped_actions_;
     return MLOS_ERR_QUOTA;
   }
+  action_path_bytes_ += json_string_bytes(path);
   actions_.push_back(action_to_json(Action{job, kind, value, std::move(path), offset, length}));
   return MLOS_OK;
 }
@@ -183,13 +189,16 @@ int PolicyHostLoop::read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, s
   if (!me->jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
   auto it = me->reads_.find(job);
   if (it == me->reads_.end()) return MLOS_ERR_UNSUPPORTED;
+  me->reads_used_ = true;
   EventReads& e = it->second;
   while (*count < max && e.taken < e.log.reads.size()) {
     const FileRead& r = e.log.reads[e.taken++];
     out[(*count)++] = mlos_policy_read_t{r.path.c_str(), r.offset, r.length};
   }
-  if (lost != nullptr && !e.lost_told) *lost = e.log.lost;
-  e.lost_told = true;
+  if (lost != nullptr && !e.lost_told) {
+    *lost = e.log.lost;
+    e.lost_told = true;
+  }
   return MLOS_OK;
 }
 
@@ -199,6 +208,7 @@ int PolicyHostLoop::read_plan(void* ctx, uint64_t job, mlos_policy_plan_t* out) 
   if (!me->jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
   auto it = me->reads_.find(job);
   if (it == me->reads_.end()) return MLOS_ERR_UNSUPPORTED;
+  me->reads_used_ = true;
   const EventReads& e = it->second;
   out->struct_size = sizeof *out;
   out->generation = e.log.plan.generation;

@@ -74,6 +74,8 @@ class PolicyHostLoop {
   nlohmann::json actions_ = nlohmann::json::array();
   uint64_t dropped_actions_ = 0;
   nlohmann::json logs_ = nlohmann::json::array();
+  size_t action_path_bytes_ = 0;  // in actions_
+  bool reads_used_ = false;       // read_log or read_plan called during this event
 };
 
 }  // namespace mlos::policy

@@ -197,6 +197,7 @@ void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
   const double took = static_cast<double>(now() - l.in_flight_since_ns) / 1e9;
   for (const HostLog& line : r.logs) log_message(log_level_of(line.level), "policy " + l.name + ": " + line.message);
   l.dropped_actions += r.dropped_actions;
+  if (r.reads_used) l.wants_reads = true;
   if (e.op == "init") {
     if (r.error) {
       verdicts_[{l.name, 0}] = *r.error;
@@ -456,6 +457,7 @@ void PolicyHosts::add_reads(const Loaded& l, Event& e) const {
     if (auto r = cb_.reads(l.name, job, budget)) logs.push_back(job_reads_to_json(*r));
   };
   if (e.op == "tick") {
+    if (!l.wants_reads) return;  // it never looked: its reads would be shipped for nothing
     // The jobs share one frame's bounds.
     const size_t n = std::max<size_t>(1, l.jobs.size());
     for (const auto& [job, config] : l.jobs) add(job, ReadBudget{kMaxReadsPerEvent / n, kMaxReadPathBytes / n});

@@ -136,6 +136,7 @@ class PolicyHosts {
     PolicyInfo info;
     std::map<uint64_t, nlohmann::json> jobs;  // attached jobs -> their config
     bool pinned = false;
+    bool wants_reads = false;  // its policy has read a read log: ticks carry reads
     uint64_t started_ns = 0, idle_since_ns = 0, next_tick_ns = 0, restart_at_ns = 0;
     int backoff_ms = 0;
     std::deque<Event> queue;
@@ -166,7 +167,9 @@ class PolicyHosts {
   void apply_actions(Loaded& l, const std::vector<Action>& actions);
   nlohmann::json figures_json(uint64_t job) const;
   // Adds the read logs (Callbacks::reads) to an event as it is sent: a
-  // tick takes each job's new reads, other job events carry the plan only.
+  // tick takes each job's new reads, for a policy that has used a read log
+  // (a reply said "reads_used"); attach, phase and pressure events carry
+  // the plan only, so a policy can look.
   void add_reads(const Loaded& l, Event& e) const;
   void stop_host(Loaded& l);
   uint64_t now() const { return cb_.now_ns(); }

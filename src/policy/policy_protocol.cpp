@@ -100,6 +100,12 @@ const std::string& absolute_path(const json& v, const char* what) {
 
 }  // namespace
 
+size_t json_string_bytes(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += c < 0x20 ? 6 : (c == '"' || c == '\\') ? 2 : 1;
+  return n;
+}
+
 json job_reads_to_json(const JobReads& r) {
   json files = json::array(), reads = json::array();
   std::map<std::string_view, size_t> index;
@@ -166,7 +172,9 @@ Result<JobReads> job_reads_from_json(const json& j) {
       }
       r.plan.sizes.push_back(sizes[i].get<int64_t>());
     }
-    if (path_bytes > kMaxReadPathBytes) {
+    // The engine's budget counts escaped bytes and lets the first read and
+    // plan entry through whatever their size: at most two paths over.
+    if (path_bytes > kMaxReadPathBytes + 2 * PATH_MAX) {
       throw std::invalid_argument("the read log's paths exceed " + std::to_string(kMaxReadPathBytes) + " bytes");
     }
     if (r.plan.position > r.plan.total || r.plan.paths.size() > r.plan.total - r.plan.position) {
@@ -338,6 +346,10 @@ Result<HostReply> parse_host_reply(const json& payload) {
     if (payload.contains("info")) {
       if (!payload["info"].is_object()) throw std::invalid_argument("'info' must be an object");
       r.info = payload["info"];
+    }
+    if (payload.contains("reads_used")) {
+      if (!payload["reads_used"].is_boolean()) throw std::invalid_argument("'reads_used' must be a boolean");
+      r.reads_used = payload["reads_used"].get<bool>();
     }
     return r;
   } catch (const std::exception& e) {

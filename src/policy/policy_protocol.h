@@ -12,9 +12,11 @@
 //   {"op":"tick","now":S,"jobs":[figures..]}   actions
 //   {"op":"stop"}                              ok; the host calls fini and exits 0
 //
-// Every reply may carry "actions" (at most kMaxActionsPerReply; the host
-// counts the rest in "dropped_actions") and "logs" (at most kMaxLogsPerReply
-// lines of at most kMaxLogLength bytes). The host's side is untrusted: the
+// Every reply may carry "actions" (at most kMaxActionsPerReply, and at most
+// kMaxActionPathBytes of paths; the host counts the rest in
+// "dropped_actions"), "logs" (at most kMaxLogsPerReply lines of at most
+// kMaxLogLength bytes) and "reads_used": true when the policy read a job's
+// read log or plan (only such policies get reads with their ticks). The host's side is untrusted: the
 // parsers here are strict and bounded, and fuzzed (tests/fuzz).
 #pragma once
 
@@ -34,6 +36,7 @@
 namespace mlos::policy {
 
 constexpr size_t kMaxActionsPerReply = 256;
+constexpr size_t kMaxActionPathBytes = 128 * 1024;
 constexpr size_t kMaxLogsPerReply = 16;
 constexpr size_t kMaxLogLength = 512;
 constexpr uint32_t kMaxHostPayload = 256 * 1024;  // either direction
@@ -113,6 +116,9 @@ struct JobReads {
   bool operator==(const JobReads&) const = default;
 };
 
+// The bytes `s` takes as a JSON string's contents (escapes included).
+size_t json_string_bytes(const std::string& s);
+
 nlohmann::json job_reads_to_json(const JobReads& r);
 // INVALID_ARGUMENT naming the field: anything missing or mistyped, a file
 // index out of range, a path empty or not absolute, more than the bounds.
@@ -141,6 +147,7 @@ struct HostReply {
   uint64_t dropped_actions = 0;
   std::vector<HostLog> logs;
   nlohmann::json info;  // init's reply: the PolicyInfo fields
+  bool reads_used = false;  // the policy called read_log or read_plan during the event
 };
 // INVALID_ARGUMENT for anything a well-behaved host does not send (the
 // caller then treats the host as failed): not an object, no id, too many

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -183,6 +184,8 @@ TEST_F(PolicyApi, ReadLogCallsCheckTheirArgumentsAndTheHandle) {
   EXPECT_EQ(mlos_training_record_read(res_, "bad\xff", 0, 0), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_NE(message().find("UTF-8"), std::string::npos) << message();
   EXPECT_EQ(mlos_training_record_read(res_, std::string(5000, 'a').c_str(), 0, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_record_read(res_, "/data/a", UINT64_MAX, 0), MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlos_training_record_read(res_, "/data/a", INT64_MAX, 1), MLOS_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(mlos_training_announce_reads(res_, nullptr, 2), MLOS_ERR_INVALID_ARGUMENT);
   const char* bad[] = {"/data/a", ""};
   EXPECT_EQ(mlos_training_announce_reads(res_, bad, 2), MLOS_ERR_INVALID_ARGUMENT);

@@ -178,5 +178,30 @@ TEST(PrefetcherTest, LearnedFetchesFollowTheModelAndHit) {
   EXPECT_DOUBLE_EQ(p.stats().hit_rate(Source::kLearned), 1.0);
 }
 
+TEST(PrefetcherTest, EveryFetchHasALengthAndARefusedOneIsForgotten) {
+  PrefetchConfig c = small_config();
+  c.learn = false;
+  Prefetcher p(c);
+  PlanView plan{1, {{file(1), -1}, {file(2), static_cast<int64_t>(2 * kMiB)}}};
+  auto f = p.next(plan, 0, 0);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].length, kMiB) << "unknown size: one block, never open-ended";
+  EXPECT_EQ(f[1].length, 2 * kMiB);
+  p.cancel(f[1]);
+  EXPECT_EQ(p.outstanding_bytes(), kMiB);
+  EXPECT_EQ(p.stats().fetches, 1u);
+  EXPECT_EQ(p.next(plan, 0, 0).size(), 1u) << "the refused one is fetched again";
+}
+
+TEST(PrefetcherTest, LostReadsBreakTheChainInsteadOfTeachingAFalseStep) {
+  Prefetcher p(small_config());
+  p.observe(file(1), 0, kMiB);
+  p.lost(10);
+  p.observe(file(2), 0, kMiB);
+  p.observe(file(1), 0, kMiB);
+  EXPECT_TRUE(p.next(PlanView{}, 0, 0).empty()) << "1 -> 2 was never seen";
+  EXPECT_EQ(p.stats().lost_reads, 10u);
+}
+
 }  // namespace
 }  // namespace mlos::prefetch

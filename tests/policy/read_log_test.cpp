@@ -64,11 +64,20 @@ TEST(ReadLogTest, ThePlanPositionFollowsReadsAndSizesComeFromStat) {
   EXPECT_EQ(r.plan.total, 3u);
   EXPECT_EQ(r.plan.sizes, (std::vector<int64_t>{100, 2000, -1})) << "c does not exist";
   log.record(FileRead{"/elsewhere", 0, 0});
-  EXPECT_EQ(log.take("p", 1).plan.position, 0u) << "a file not in the plan";
+  r = log.take("p", 1);
+  EXPECT_EQ(r.plan.position, 0u) << "a file not in the plan";
+  ASSERT_EQ(r.reads.size(), 1u);
+  EXPECT_EQ(r.reads[0].length, 0u) << "a file that is not there keeps length 0";
   log.record(FileRead{b, 0, 0});
   r = log.take("p", 1);
   EXPECT_EQ(r.plan.position, 2u) << "past b (a was skipped)";
   EXPECT_EQ(r.plan.paths, (std::vector<std::string>{c}));
+  log.record(FileRead{a, 0, 0});
+  log.record(FileRead{a, 40, 0});
+  r = log.take("p", 1);
+  ASSERT_EQ(r.reads.size(), 2u);
+  EXPECT_EQ(r.reads[0].length, 100u) << "a whole-file read gets the file's size";
+  EXPECT_EQ(r.reads[1].length, 60u) << "from its offset";
   log.announce({});
   r = log.take("p", 1);
   EXPECT_EQ(r.plan.generation, 2u);
@@ -76,6 +85,13 @@ TEST(ReadLogTest, ThePlanPositionFollowsReadsAndSizesComeFromStat) {
   unlink(a.c_str());
   unlink(b.c_str());
   rmdir(dir);
+}
+
+TEST(ReadLogWireTest, PathsAreCountedAsJsonWritesThem) {
+  EXPECT_EQ(policy::json_string_bytes("/d/a"), 4u);
+  EXPECT_EQ(policy::json_string_bytes("/d/\"q\\"), 8u);
+  EXPECT_EQ(policy::json_string_bytes(std::string("/d/\x01")), 9u);
+  EXPECT_EQ(policy::json_string_bytes(std::string("/d/") + "\xc3\xa9"), 5u) << "UTF-8 goes as is";
 }
 
 TEST(ReadLogWireTest, RoundTripsWithFilesNamedOnce) {

@@ -208,7 +208,21 @@ def test_dataloader_announces_each_epochs_file_order_and_records_reads(monkeypat
             assert sorted(seen) == list(range(12))
             orders.append(seen)
         assert orders[0] != orders[1]  # shuffled anew, announced anew
+        assert loader.sampler.num_samples == 12  # the wrapped RandomSampler's own attributes
         unnamed = MLOSDataLoader(WhereAmI(), batch_size=4, num_workers=0)
         assert unnamed.mlos_announcing is None  # nothing to announce
         off = MLOSDataLoader(NamedFiles(), batch_size=4, announce_reads=False, num_workers=0)
         assert off.mlos_announcing is None
+        own = torch.utils.data.SequentialSampler(range(12))
+        mine = MLOSDataLoader(NamedFiles(), batch_size=4, sampler=own, num_workers=0)
+        assert mine.mlos_announcing is None and mine.sampler is own  # a caller's sampler is left alone
+
+
+def test_a_path_the_library_refuses_stops_the_announcements_not_the_epoch():
+    with MLOSTrainingContext(num_cpus=1, exclusive_cpus=False):
+        data = NamedFiles(4)
+        data.samples[2] = ("", 0)  # an empty path: INVALID_ARGUMENT from the library
+        loader = MLOSDataLoader(data, batch_size=2, num_workers=0)
+        with pytest.warns(RuntimeWarning, match="not announcing"):
+            seen = [int(i) for batch in loader for i in batch]
+        assert seen == [0, 1, 2, 3] and loader.mlos_announcing.enabled is False

@@ -9,6 +9,7 @@ transform, mlos_training.data.ImageLoader does the decoding in a native
 helper process instead of Python workers, and hands batches over without a
 copy (docs/dataload.md)."""
 import os
+import warnings
 
 import torch.utils.data
 
@@ -64,26 +65,36 @@ def dataset_paths(dataset):
 
 
 class _AnnouncingSampler(torch.utils.data.Sampler):
-    """Wraps a sampler: each epoch's order is announced to the job
-    (announce_reads) before the first index goes out, and each index is
-    recorded as read (record_read) as it goes out, which is when the
-    DataLoader hands it to a worker. For the `prefetch` policy
-    (docs/prefetch.md). An engine without a read log (mlosd, for now) makes
-    the first call raise UNSUPPORTED: the sampler then stops calling."""
+    """Wraps DataLoader's own sampler (RandomSampler or SequentialSampler,
+    finite): each epoch's order is announced to the job (announce_reads)
+    before the first index goes out, and each index is recorded as read
+    (record_read) as it goes out, which is when the DataLoader hands it to
+    a worker. For the `prefetch` policy (docs/prefetch.md). Best effort: an
+    engine without a read log (mlosd, for now: UNSUPPORTED) or a path the
+    library refuses (one that is not UTF-8, say) stops the calls for this
+    loader, with a warning for the latter; the batches are never affected.
+    Other attributes are the wrapped sampler's."""
 
     def __init__(self, inner, paths, ctx):
         self.inner, self.paths, self.ctx = inner, paths, ctx
         self.enabled = True
+
+    def __getattr__(self, name):
+        inner = self.__dict__.get("inner")
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     def _call(self, fn, *args):
         if not self.enabled:
             return
         try:
             fn(*args)
-        except MLOSError as e:
-            if e.name != "UNSUPPORTED":
-                raise
+        except Exception as e:  # noqa: BLE001 - a hint must never fail the epoch
             self.enabled = False
+            if not (isinstance(e, MLOSError) and e.name == "UNSUPPORTED"):
+                warnings.warn(f"MLOSDataLoader: not announcing reads to the job's policies any more: {e}",
+                              RuntimeWarning, stacklevel=3)
 
     def __iter__(self):
         order = list(self.inner)
@@ -118,10 +129,12 @@ class _MarkedIterator:
 class MLOSDataLoader(torch.utils.data.DataLoader):
     """torch.utils.data.DataLoader with the same arguments, plus
     numa_aware (default True), announce_reads (default True: tell the job's
-    policies each epoch's file order, for a dataset that names its files;
-    see _AnnouncingSampler) and context (default: the active
-    MLOSTrainingContext). Without an active context it behaves exactly like
-    DataLoader. Keyword arguments only past `dataset`."""
+    policies each epoch's file order, for a dataset that names its files,
+    when DataLoader makes the sampler itself; see _AnnouncingSampler) and
+    context (default: the active MLOSTrainingContext). Without an active
+    context it behaves exactly like DataLoader. Reads are announced only
+    when DataLoader's arguments past `dataset` are given by keyword and no
+    sampler or batch_sampler is passed."""
 
     def __init__(self, dataset, *args, numa_aware=True, announce_reads=True, context=None, **kwargs):
         self.mlos_context = context or current()
@@ -132,14 +145,14 @@ class MLOSDataLoader(torch.utils.data.DataLoader):
             kwargs["worker_init_fn"] = _PinWorkers(self.mlos_worker_cpus, kwargs.get("worker_init_fn"))
         self.mlos_announcing = None
         if announce_reads and active and not args and kwargs.get("batch_sampler") is None \
-                and not isinstance(dataset, torch.utils.data.IterableDataset):
+                and kwargs.get("sampler") is None and not isinstance(dataset, torch.utils.data.IterableDataset):
             paths = dataset_paths(dataset)
             if paths is not None:
-                sampler = kwargs.pop("sampler", None)
-                if sampler is None:
-                    # What DataLoader itself would make.
-                    sampler = (torch.utils.data.RandomSampler(dataset, generator=kwargs.get("generator"))
-                               if kwargs.pop("shuffle", False) else torch.utils.data.SequentialSampler(dataset))
+                # What DataLoader itself would make. A sampler of the
+                # caller's own (DistributedSampler, an infinite one) is left
+                # alone: isinstance checks and set_epoch see it as it is.
+                sampler = (torch.utils.data.RandomSampler(dataset, generator=kwargs.get("generator"))
+                           if kwargs.pop("shuffle", False) else torch.utils.data.SequentialSampler(dataset))
                 self.mlos_announcing = _AnnouncingSampler(sampler, paths, self.mlos_context)
                 kwargs["sampler"] = self.mlos_announcing
         super().__init__(dataset, *args, **kwargs)
