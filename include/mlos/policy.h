@@ -73,7 +73,14 @@ typedef struct mlos_policy_job_figures {
   uint64_t memory_limit_bytes;   /* its hard limit; 0: none */
   int memory_known;              /* 1 when memory_bytes is a reading */
   int memory_pressure_level;     /* mlos_memory_pressure_level_t, -1 when not watched */
+  /* ---- Added later (communication). Filled when the caller's struct_size
+   * reaches past MLOS_POLICY_FIGURES_SIZE_V1. ---- */
+  double collective_seconds;     /* time the job spent in barriers and all-reduces, -1 unknown */
 } mlos_policy_job_figures_t;
+
+/* The size of the figures struct before collective_seconds: the smallest
+ * struct_size job_figures accepts. */
+#define MLOS_POLICY_FIGURES_SIZE_V1 (offsetof(mlos_policy_job_figures_t, collective_seconds))
 
 /* Actions on files (mlos_policy_host_t.advise_file). */
 typedef enum mlos_policy_file_advice {
@@ -103,6 +110,16 @@ typedef struct mlos_policy_plan {
   const char* const* paths;
   const int64_t* sizes;      /* bytes; -1 where the host could not stat the file */
 } mlos_policy_plan_t;
+
+/* Placements a policy may recommend (mlos_policy_host_t.recommend_placement). */
+typedef enum mlos_policy_placement {
+  MLOS_POLICY_PLACEMENT_SHARED = 0,    /* the job's CPUs may be shared with other work */
+  MLOS_POLICY_PLACEMENT_EXCLUSIVE = 1  /* the job should run on CPUs of its own */
+} mlos_policy_placement_t;
+
+/* The longest text request_policy's config, recommend_placement's reason
+ * or report's object may be, in bytes (NUL excluded). */
+#define MLOS_POLICY_PAYLOAD_MAX 4096
 
 /* Log levels for mlos_policy_host_t.log (the daemon's own levels). */
 #define MLOS_POLICY_LOG_ERROR 0
@@ -155,11 +172,39 @@ typedef struct mlos_policy_host {
   /* advise_file on bytes [offset, offset + length) of `path` (length 0: to
    * the end). Same checks as advise_file. */
   int (*advise_file_range)(void* ctx, uint64_t job, const char* path, uint64_t offset, uint64_t length, int advice);
+
+  /* ---- Added later than the fields above (policies that manage a job's
+   * policies). A policy checks struct_size >= MLOS_POLICY_HOST_SIZE_JOB_POLICIES
+   * before using these. ---- */
+
+  /* Attaches policy `name` to the job with `config_json` (a JSON object's
+   * text, NULL: "{}"), as if the job had asked for it. Applied after the
+   * event, by the engine: refused (counted) when the job already uses
+   * `name` with another config, when `name` is this policy, or when the
+   * engine does not manage policies for policies (mlosd, for now). What
+   * this policy attached is detached when it detaches or fails. */
+  int (*request_policy)(void* ctx, uint64_t job, const char* name, const char* config_json);
+  /* Detaches a policy that this policy attached to the job (one the job
+   * asked for itself is refused). */
+  int (*release_policy)(void* ctx, uint64_t job, const char* name);
+  /* Recommends a placement (mlos_policy_placement_t) for the job, with a
+   * one-line reason. A recommendation only: it is shown in `mlos status`
+   * (the job's report), and takes effect only when the job is started or
+   * asks again with that placement through its normal request. */
+  int (*recommend_placement)(void* ctx, uint64_t job, int placement, const char* reason);
+  /* Publishes what the policy decided for the job and why, a JSON
+   * object's text of at most MLOS_POLICY_PAYLOAD_MAX bytes; `mlos status`
+   * shows the latest one per policy. */
+  int (*report)(void* ctx, uint64_t job, const char* json_object);
 } mlos_policy_host_t;
 
 /* The size of a host table that has read_log, read_plan and
  * advise_file_range. */
 #define MLOS_POLICY_HOST_SIZE_READS (offsetof(mlos_policy_host_t, advise_file_range) + sizeof(void*))
+
+/* The size of a host table that has request_policy, release_policy,
+ * recommend_placement and report. */
+#define MLOS_POLICY_HOST_SIZE_JOB_POLICIES (offsetof(mlos_policy_host_t, report) + sizeof(void*))
 
 /* A policy. All pointers must stay valid while the object is loaded. Entry
  * points that are NULL are skipped (except init, which is required). */

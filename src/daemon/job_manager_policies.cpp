@@ -53,6 +53,7 @@ std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id)
   }
   f.memory_limit_bytes = j.record.memory_bytes;
   if (s.memory_pressure_level) f.memory_pressure_level = *s.memory_pressure_level;
+  if (s.activity) f.collective_seconds = static_cast<double>(s.activity->collective_ns) / 1e9;
   return f;
 }
 
@@ -89,6 +90,12 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
       return make_error(MLOS_ERR_UNSUPPORTED, "mlosd's cgroup drivers set no I/O weight yet");
     case policy::ActionKind::kFileAdvice:
       return policy::advise_file(a.path, j.record.uid, a.value, a.offset, a.length);
+    case policy::ActionKind::kRequestPolicy:
+    case policy::ActionKind::kReleasePolicy:
+    case policy::ActionKind::kRecommendPlacement:
+    case policy::ActionKind::kReport:
+      return make_error(MLOS_ERR_UNSUPPORTED, std::string(policy::action_kind_name(a.kind)) +
+                                                  ": mlosd does not take this from policies yet (embedded mode does)");
   }
   return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
 }

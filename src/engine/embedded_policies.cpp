@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <exception>
 #include <future>
@@ -21,8 +22,10 @@
 #include "core/phase_page.h"
 #include "engine/embedded_policy_config.h"
 #include "engine/job.h"
+#include "engine/policy_report_file.h"
 #include "engine/sampled_pressure.h"
 #include "os/cpu_times.h"
+#include "os/ledger_file.h"
 #include "os/log_sink.h"
 #include "os/process_memory.h"
 #include "os/unique_fd.h"
@@ -85,6 +88,22 @@ struct EmbeddedPolicies::State {
     std::function<std::optional<int>()> pressure;
     mlos_training_phase_t told = MLOS_TRAINING_PHASE_IDLE;  // the phase the policies last heard of
     policy::PolicyEffects effects;
+    // What its policies published (policy_report_file.h).
+    std::map<std::string, json> reports;                 // by policy
+    policy::PolicySetting<int> placement;                // mlos_policy_placement_t recommended
+    std::string placement_reason;
+    std::map<std::string, std::string> attached_by;      // policy -> the policy that attached it
+    std::map<std::string, std::string> request_errors;   // policy -> why attaching it failed
+    std::string report_dir;                              // where its report file goes; "": none
+  };
+  // A policy's request or release of another policy for a job: applied
+  // after PolicyHosts::poll() returns (attaching from inside its apply
+  // callback would re-enter it).
+  struct JobPolicyOp {
+    uint64_t job = 0;
+    std::string by, target;
+    bool attach = true;
+    json config;
   };
 
   // Guarded by mu: the work queue and the stop flag.
@@ -99,6 +118,29 @@ struct EmbeddedPolicies::State {
   std::map<uint64_t, Served> jobs;
   std::set<std::string> defaults_logged;
   std::unique_ptr<policy::PolicyHosts> hosts;
+  std::deque<JobPolicyOp> job_policy_ops;
+  json report_of(uint64_t id, const Served& j) const {
+    json out{{"job", id}, {"reports", j.reports}, {"attached_by_policy", j.attached_by},
+             {"request_errors", j.request_errors}};
+    if (j.placement.value) {
+      out["placement"] = {{"recommended", *j.placement.value == MLOS_POLICY_PLACEMENT_EXCLUSIVE ? "exclusive" : "shared"},
+                          {"by", j.placement.by},
+                          {"reason", j.placement_reason}};
+    }
+    return out;
+  }
+  // Rewrites the job's report file, if reports are kept in files.
+  void publish(uint64_t id, const Served& j) const {
+    if (j.report_dir.empty()) return;
+    json r = report_of(id, j);
+    r["pid"] = getpid();
+    r["updated_unix"] = static_cast<int64_t>(time(nullptr));
+    if (Status st = write_policy_report(j.report_dir, id, r); !st) {
+      log_message(MLOS_LOG_DEBUG, "policy report of job " + std::to_string(id) + ": " + st.error().message);
+    }
+  }
+  // Applies the queued requests and releases (policy thread).
+  void run_job_policy_ops();
 
   void poke() const {
     const uint64_t one = 1;
@@ -135,6 +177,14 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
         f.phase_entries[p] = snap->entries[p];
       }
     }
+    // Like its CPU time, the job's collectives are the process's: a DDP
+    // rank's training job and its process group's job (the torch backend's
+    // own allocation) both see the rank's time in all-reduces.
+    uint64_t collective_ns = 0;
+    for (const auto& [other_id, other] : s->jobs) {
+      if (auto snap = other.phases->read(); snap && snap->activity) collective_ns += snap->activity->collective_ns;
+    }
+    f.collective_seconds = static_cast<double>(collective_ns) / 1e9;
     f.priority = j.grant.priority;
     policy::set_figure_cpus(f, j.grant.cpus);
     f.primary_node = j.grant.primary_node;
@@ -159,6 +209,33 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
         return j.effects.advise_threads(a.value, j.grant.cpus.count(), by);
       case policy::ActionKind::kFileAdvice:
         return policy::advise_file(a.path, geteuid(), a.value, a.offset, a.length);
+      case policy::ActionKind::kRequestPolicy: {
+        if (a.target == by) return make_error(MLOS_ERR_PERMISSION, "a policy cannot attach itself");
+        json config = json::parse(a.payload, nullptr, false);
+        if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the config is not a JSON object");
+        s->job_policy_ops.push_back(State::JobPolicyOp{a.job, by, a.target, true, std::move(config)});
+        return Status::Ok();
+      }
+      case policy::ActionKind::kReleasePolicy: {
+        auto owner = j.attached_by.find(a.target);
+        if (owner == j.attached_by.end() || owner->second != by) {
+          return make_error(MLOS_ERR_PERMISSION, a.target + " was not attached to the job by " + by);
+        }
+        s->job_policy_ops.push_back(State::JobPolicyOp{a.job, by, a.target, false, {}});
+        return Status::Ok();
+      }
+      case policy::ActionKind::kRecommendPlacement:
+        j.placement.set(static_cast<int>(a.value), by);
+        j.placement_reason = a.payload;
+        s->publish(a.job, j);
+        return Status::Ok();
+      case policy::ActionKind::kReport: {
+        json report = json::parse(a.payload, nullptr, false);
+        if (!report.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the report is not a JSON object");
+        j.reports[by] = std::move(report);
+        s->publish(a.job, j);
+        return Status::Ok();
+      }
       case policy::ActionKind::kCpuWeight:
       case policy::ActionKind::kIoWeight:
       case policy::ActionKind::kMemoryHigh:
@@ -174,7 +251,17 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     return it->second.reads->take(by, id, budget);
   };
   cb.reset = [s](const std::string& by, uint64_t id) {
-    if (auto it = s->jobs.find(id); it != s->jobs.end()) it->second.effects.take_back(by);
+    auto it = s->jobs.find(id);
+    if (it == s->jobs.end()) return;
+    State::Served& j = it->second;
+    j.effects.take_back(by);
+    bool changed = j.placement.take_back(by);
+    changed = j.reports.erase(by) > 0 || changed;
+    // What `by` attached goes with it.
+    for (const auto& [target, owner] : j.attached_by) {
+      if (owner == by) s->job_policy_ops.push_back(State::JobPolicyOp{id, by, target, false, {}});
+    }
+    if (changed) s->publish(id, j);
   };
   s_->hosts = std::make_unique<policy::PolicyHosts>(o_.hosts, std::move(cb));
   s_->thread = std::thread([this] { loop(); });
@@ -228,6 +315,7 @@ void EmbeddedPolicies::loop() {
     // The thread must outlive anything a host sends: callers wait on it.
     try {
       s.hosts->poll();
+      s.run_job_policy_ops();
       for (auto& [id, j] : s.jobs) {
         auto snap = j.phases->read();
         if (!snap || snap->phase == j.told) continue;
@@ -248,6 +336,44 @@ void EmbeddedPolicies::loop() {
     (void)!read(s.wake.get(), &count, sizeof count);
   }
   s.hosts.reset();  // stops the hosts from the thread that started them
+}
+
+void EmbeddedPolicies::State::run_job_policy_ops() {
+  // An attach waits for the policy's verdict, and its reply may queue more
+  // requests: take them in turns, a bounded number per call.
+  for (size_t budget = 64; budget > 0 && !job_policy_ops.empty(); --budget) {
+    JobPolicyOp op = std::move(job_policy_ops.front());
+    job_policy_ops.pop_front();
+    auto it = jobs.find(op.job);
+    if (it == jobs.end()) continue;
+    Served& j = it->second;
+    const auto used = hosts->policies_of(op.job);
+    const bool uses = std::find(used.begin(), used.end(), op.target) != used.end();
+    auto owner = j.attached_by.find(op.target);
+    const bool ours = owner != j.attached_by.end() && owner->second == op.by;
+    if (!op.attach) {
+      if (!ours) continue;
+      j.attached_by.erase(owner);
+      if (uses) (void)hosts->detach(op.target, op.job);
+      publish(op.job, j);
+      continue;
+    }
+    // The requester must still be attached; a policy the job already uses
+    // (its own request, or another policy's) is left as it is.
+    const bool requester_attached = std::find(used.begin(), used.end(), op.by) != used.end();
+    if (!requester_attached || uses) continue;
+    if (Status st = hosts->attach(op.target, op.job, op.config); !st) {
+      if (j.request_errors[op.target] != st.error().message) {
+        log_message(MLOS_LOG_WARN, "policy " + op.by + ": could not attach " + op.target + " to job " +
+                                       std::to_string(op.job) + ": " + st.error().describe());
+      }
+      j.request_errors[op.target] = st.error().message;
+    } else {
+      j.attached_by[op.target] = op.by;
+      j.request_errors.erase(op.target);
+    }
+    publish(op.job, j);
+  }
 }
 
 std::shared_ptr<PhaseSink> EmbeddedPolicies::make_phase_sink(uint64_t now_ns) {
@@ -274,6 +400,7 @@ Status EmbeddedPolicies::add_job(uint64_t job, const JobGrant& grant, std::share
     j.phases = std::move(follower);
     j.reads = std::move(reads);
     j.pressure = o_.pressure_level(grant.memory_bytes);
+    if (o_.report_dir) j.report_dir = o_.report_dir();
     s_->jobs.emplace(job, std::move(j));
   });
   return out;
@@ -299,7 +426,9 @@ void EmbeddedPolicies::remove_job(uint64_t job) {
   run([&] {
     if (!s_->jobs.count(job)) return;
     s_->hosts->detach_job(job);
+    const std::string report_dir = s_->jobs.at(job).report_dir;
     s_->jobs.erase(job);
+    if (!report_dir.empty()) remove_policy_report(report_dir, job);
   });
 }
 
@@ -342,6 +471,15 @@ Result<PolicyAdvice> EmbeddedPolicies::advice(uint64_t job) {
   return out;
 }
 
+Result<json> EmbeddedPolicies::report(uint64_t job) {
+  Result<json> out = unknown_job(job);
+  run([&] {
+    auto it = s_->jobs.find(job);
+    if (it != s_->jobs.end()) out = s_->report_of(job, it->second);
+  });
+  return out;
+}
+
 json EmbeddedPolicies::status() {
   json out;
   run([&] {
@@ -369,6 +507,9 @@ Result<std::shared_ptr<EmbeddedPolicies>> EmbeddedPolicies::for_this_process() {
   o.hosts.also_trusted = geteuid();
   o.defaults = config->defaults;
   o.every_job = config->every_job;
+  // The runtime directory of the process's ledger, which is also fixed at
+  // its first request: reports lie beside the claims they belong to.
+  o.report_dir = [dir = policy_report_dir(os::default_runtime_dir())] { return dir; };
   try {
     service = new std::shared_ptr<EmbeddedPolicies>(std::make_shared<EmbeddedPolicies>(std::move(o)));
   } catch (const std::exception& e) {  // eventfd or the thread could not be made

@@ -14,7 +14,10 @@
 // A public method queues its work for that thread and waits for it.
 //
 // What a policy may do to an embedded job: advise its thread count (within
-// its CPUs) and advise on files the user may read. Its figures carry the
+// its CPUs), advise on files the user may read, attach and release other
+// policies for it (applied on this thread after the event; only what it
+// attached may it release), recommend a placement and publish a report
+// (both shown, not applied). Its figures carry the
 // job's memory-pressure level, sampled (no pressure events are sent). CPU and I/O weights and
 // memory.high/low need a cgroup, which only mlosd gives a job: they are
 // refused as UNSUPPORTED and counted, never applied.
@@ -68,6 +71,10 @@ class EmbeddedPolicies {
     // triggers (its cgroup's working set against its limit, the node, the
     // job's budget), sampled at most every kPressureSampleMs.
     std::function<std::function<std::optional<int>()>(uint64_t memory_bytes)> pressure_level;
+    // Where a job's policy reports go (engine/policy_report_file.h), for
+    // `mlos status`: asked when the job is added. Unset, or "": in memory
+    // only (report()).
+    std::function<std::string()> report_dir;
   };
 
   // What the job was granted, for its figures and the grant checks.
@@ -113,6 +120,10 @@ class EmbeddedPolicies {
   Result<std::vector<std::string>> request(uint64_t job, const std::string& name, const nlohmann::json& config);
   Status release(uint64_t job, const std::string& name);
   Result<PolicyAdvice> advice(uint64_t job);
+  // What the job's policies published about it: the report file's object
+  // (engine/policy_report_file.h) without its file-only fields.
+  // INVALID_HANDLE for a job this service does not know.
+  Result<nlohmann::json> report(uint64_t job);
 
   // PolicyHosts::status() of the loaded policies, and the catalog.
   nlohmann::json status();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/json_fields.h"
+#include "core/utf8.h"
 #include "daemon/daemon_client.h"
 #include "os/unix_socket.h"
 
@@ -35,6 +36,10 @@ PolicyHostLoop::PolicyHostLoop(const mlos_policy_t* policy, int fd) : policy_(po
   host_.read_log = &read_log;
   host_.read_plan = &read_plan;
   host_.advise_file_range = &advise_file_range;
+  host_.request_policy = &request_policy;
+  host_.release_policy = &release_policy;
+  host_.recommend_placement = &recommend_placement;
+  host_.report = &report;
 }
 
 int PolicyHostLoop::run() {
@@ -168,16 +173,57 @@ void PolicyHostLoop::remember_reads(const json& args) {
   }
 }
 
-int PolicyHostLoop::queue(uint64_t job, ActionKind kind, uint64_t value, std::string path, uint64_t offset,
-                          uint64_t length) {
-  if (!jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
-  if (actions_.size() >= kMaxActionsPerReply || action_path_bytes_ + json_string_bytes(path) > kMaxActionPathBytes) {
+int PolicyHostLoop::queue(Action a) {
+  if (!jobs_.count(a.job)) return MLOS_ERR_NOT_FOUND;
+  const size_t bytes = json_string_bytes(a.path) + json_string_bytes(a.payload);
+  if (actions_.size() >= kMaxActionsPerReply || action_path_bytes_ + bytes > kMaxActionPathBytes) {
     ++dropped_actions_;
     return MLOS_ERR_QUOTA;
   }
-  action_path_bytes_ += json_string_bytes(path);
-  actions_.push_back(action_to_json(Action{job, kind, value, std::move(path), offset, length}));
+  action_path_bytes_ += bytes;
+  actions_.push_back(action_to_json(a));
   return MLOS_OK;
+}
+
+namespace {
+
+// A policy's text argument: NUL-terminated within `max` bytes, UTF-8 (it
+// goes into JSON).
+bool bounded_text(const char* s, size_t max) { return s != nullptr && strnlen(s, max + 1) <= max; }
+
+bool json_object_text(const char* s) {
+  if (!bounded_text(s, MLOS_POLICY_PAYLOAD_MAX)) return false;
+  return json::parse(s, nullptr, false).is_object();
+}
+
+}  // namespace
+
+int PolicyHostLoop::request_policy(void* ctx, uint64_t job, const char* name, const char* config_json) {
+  if (config_json == nullptr) config_json = "{}";
+  if (!bounded_text(name, 63) || !valid_policy_name(name) || !json_object_text(config_json)) {
+    return MLOS_ERR_INVALID_ARGUMENT;
+  }
+  return self(ctx)->queue(Action{job, ActionKind::kRequestPolicy, 0, {}, 0, 0, name, config_json});
+}
+
+int PolicyHostLoop::release_policy(void* ctx, uint64_t job, const char* name) {
+  if (!bounded_text(name, 63) || !valid_policy_name(name)) return MLOS_ERR_INVALID_ARGUMENT;
+  return self(ctx)->queue(Action{job, ActionKind::kReleasePolicy, 0, {}, 0, 0, name, {}});
+}
+
+int PolicyHostLoop::recommend_placement(void* ctx, uint64_t job, int placement, const char* reason) {
+  if (reason == nullptr) reason = "";
+  if ((placement != MLOS_POLICY_PLACEMENT_SHARED && placement != MLOS_POLICY_PLACEMENT_EXCLUSIVE) ||
+      !bounded_text(reason, MLOS_POLICY_PAYLOAD_MAX) || first_invalid_utf8(reason) != std::string_view::npos) {
+    return MLOS_ERR_INVALID_ARGUMENT;
+  }
+  return self(ctx)->queue(
+      Action{job, ActionKind::kRecommendPlacement, static_cast<uint64_t>(placement), {}, 0, 0, {}, reason});
+}
+
+int PolicyHostLoop::report(void* ctx, uint64_t job, const char* json_object) {
+  if (!json_object_text(json_object)) return MLOS_ERR_INVALID_ARGUMENT;
+  return self(ctx)->queue(Action{job, ActionKind::kReport, 0, {}, 0, 0, {}, json_object});
 }
 
 int PolicyHostLoop::read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, size_t max, size_t* count,
@@ -230,12 +276,15 @@ int PolicyHostLoop::advise_file_range(void* ctx, uint64_t job, const char* path,
 }
 
 int PolicyHostLoop::job_figures(void* ctx, uint64_t job, mlos_policy_job_figures_t* out) {
-  if (out == nullptr || out->struct_size < sizeof(mlos_policy_job_figures_t)) return MLOS_ERR_INVALID_ARGUMENT;
+  if (out == nullptr || out->struct_size < MLOS_POLICY_FIGURES_SIZE_V1) return MLOS_ERR_INVALID_ARGUMENT;
   auto it = self(ctx)->jobs_.find(job);
   if (it == self(ctx)->jobs_.end()) return MLOS_ERR_NOT_FOUND;
-  const uint32_t size = out->struct_size;
-  *out = it->second;
-  out->struct_size = size < sizeof *out ? size : sizeof *out;
+  // A policy built before a field was added passes a smaller struct: fill
+  // only what it has.
+  const size_t size = out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+  mlos_policy_job_figures_t f = it->second;
+  f.struct_size = static_cast<uint32_t>(size);
+  std::memcpy(static_cast<void*>(out), &f, size);
   return MLOS_OK;
 }
 

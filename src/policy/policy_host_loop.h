@@ -43,12 +43,21 @@ class PolicyHostLoop {
   static void log(void* ctx, int level, const char* message);
   static int read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, size_t max, size_t* count, uint64_t* lost);
   static int read_plan(void* ctx, uint64_t job, mlos_policy_plan_t* out);
+  static int request_policy(void* ctx, uint64_t job, const char* name, const char* config_json);
+  static int release_policy(void* ctx, uint64_t job, const char* name);
+  static int recommend_placement(void* ctx, uint64_t job, int placement, const char* reason);
+  static int report(void* ctx, uint64_t job, const char* json_object);
   static int advise_file_range(void* ctx, uint64_t job, const char* path, uint64_t offset, uint64_t length,
                                int advice);
 
-  // Queues an action for the current reply if `job` is attached.
+  // Queues an action for the current reply if `job` is attached and the
+  // reply has room (kMaxActionsPerReply; kMaxActionPathBytes of paths and
+  // payloads).
+  int queue(Action a);
   int queue(uint64_t job, ActionKind kind, uint64_t value, std::string path = {}, uint64_t offset = 0,
-            uint64_t length = 0);
+            uint64_t length = 0) {
+    return queue(Action{job, kind, value, std::move(path), offset, length, {}, {}});
+  }
   void remember(const nlohmann::json& figures);
   // The event's read logs ("reads": [JobReads..]), for read_log/read_plan
   // during this event only.

@@ -15,8 +15,16 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kKindNames[kActionKindCount] = {"cpu_weight", "io_weight", "memory_high",
-                                                      "memory_low", "threads",   "file_advice"};
+constexpr const char* kKindNames[kActionKindCount] = {
+    "cpu_weight",     "io_weight",      "memory_high",         "memory_low", "threads", "file_advice",
+    "request_policy", "release_policy", "recommend_placement", "report"};
+
+bool has_target(ActionKind k) { return k == ActionKind::kRequestPolicy || k == ActionKind::kReleasePolicy; }
+bool has_payload(ActionKind k) {
+  return k == ActionKind::kRequestPolicy || k == ActionKind::kRecommendPlacement || k == ActionKind::kReport;
+}
+// The payloads that must be a JSON object's text.
+bool payload_is_object(ActionKind k) { return k == ActionKind::kRequestPolicy || k == ActionKind::kReport; }
 
 double number_field(const json& j, const char* key) {
   const json& v = j.at(key);
@@ -54,6 +62,8 @@ json action_to_json(const Action& a) {
       j["length"] = a.length;
     }
   }
+  if (has_target(a.kind)) j["target"] = a.target;
+  if (has_payload(a.kind)) j["payload"] = a.payload;
   return j;
 }
 
@@ -80,6 +90,36 @@ Result<Action> action_from_json(const json& j) {
       if (a.kind != ActionKind::kFileAdvice) throw std::invalid_argument("'offset' and 'length' are for file_advice only");
       a.offset = non_negative_field(j, "offset");
       a.length = non_negative_field(j, "length");
+    }
+    if (a.kind == ActionKind::kRecommendPlacement && a.value != MLOS_POLICY_PLACEMENT_SHARED &&
+        a.value != MLOS_POLICY_PLACEMENT_EXCLUSIVE) {
+      throw std::invalid_argument("a placement is " + std::to_string(MLOS_POLICY_PLACEMENT_SHARED) + " (shared) or " +
+                                  std::to_string(MLOS_POLICY_PLACEMENT_EXCLUSIVE) + " (exclusive)");
+    }
+    if (j.contains("target") != has_target(a.kind)) {
+      throw std::invalid_argument(has_target(a.kind) ? "a policy request or release needs a 'target'"
+                                                     : "'target' is for request_policy and release_policy only");
+    }
+    if (has_target(a.kind)) {
+      if (!j["target"].is_string() || !valid_policy_name(j["target"].get<std::string>())) {
+        throw std::invalid_argument("'target' must be a policy name ([a-z0-9-]{1,63})");
+      }
+      a.target = j["target"].get<std::string>();
+    }
+    if (j.contains("payload") != has_payload(a.kind)) {
+      throw std::invalid_argument(has_payload(a.kind) ? std::string(action_kind_name(a.kind)) + " needs a 'payload'"
+                                                      : "'payload' is not for " + std::string(action_kind_name(a.kind)));
+    }
+    if (has_payload(a.kind)) {
+      if (!j["payload"].is_string() || j["payload"].get_ref<const std::string&>().size() > kMaxActionPayloadBytes) {
+        throw std::invalid_argument("'payload' must be a string of at most " + std::to_string(kMaxActionPayloadBytes) +
+                                    " bytes");
+      }
+      a.payload = j["payload"].get<std::string>();
+      if (payload_is_object(a.kind)) {
+        const json parsed = json::parse(a.payload, nullptr, false);
+        if (!parsed.is_object()) throw std::invalid_argument("'payload' must be a JSON object's text");
+      }
     }
     return a;
   } catch (const std::exception& e) {
@@ -194,6 +234,7 @@ mlos_policy_job_figures_t empty_figures(uint64_t job) {
   f.primary_node = -1;
   f.cpu_seconds = f.owner_cpu_seconds = f.cpus_busy_seconds = -1;
   f.memory_pressure_level = -1;
+  f.collective_seconds = -1;
   return f;
 }
 
@@ -231,7 +272,8 @@ json figures_to_json(const mlos_policy_job_figures_t& f) {
               {"memory_bytes", f.memory_bytes},
               {"memory_limit_bytes", f.memory_limit_bytes},
               {"memory_known", f.memory_known != 0},
-              {"memory_pressure_level", f.memory_pressure_level}};
+              {"memory_pressure_level", f.memory_pressure_level},
+              {"collective_seconds", f.collective_seconds}};
 }
 
 Result<mlos_policy_job_figures_t> figures_from_json(const json& j) {
@@ -274,6 +316,8 @@ Result<mlos_policy_job_figures_t> figures_from_json(const json& j) {
     f.memory_limit_bytes = non_negative_field(j, "memory_limit_bytes");
     f.memory_known = j["memory_known"].get<bool>() ? 1 : 0;
     f.memory_pressure_level = int_field(j, "memory_pressure_level", -1, 2);
+    // Added later: absent from an older engine's figures.
+    if (j.contains("collective_seconds")) f.collective_seconds = number_field(j, "collective_seconds");
     return f;
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("bad job figures: ") + e.what());

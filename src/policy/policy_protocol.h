@@ -44,27 +44,48 @@ constexpr uint32_t kMaxHostPayload = 256 * 1024;  // either direction
 // Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
 bool valid_policy_name(const std::string& name);
 
-enum class ActionKind { kCpuWeight, kIoWeight, kMemoryHigh, kMemoryLow, kThreads, kFileAdvice };
-constexpr int kActionKindCount = 6;
+enum class ActionKind {
+  kCpuWeight,
+  kIoWeight,
+  kMemoryHigh,
+  kMemoryLow,
+  kThreads,
+  kFileAdvice,
+  kRequestPolicy,       // target: the policy; payload: its config (a JSON object's text)
+  kReleasePolicy,       // target: the policy
+  kRecommendPlacement,  // value: mlos_policy_placement_t; payload: the reason
+  kReport,              // payload: a JSON object's text (what the policy decided, and why)
+};
+constexpr int kActionKindCount = 10;
+// The longest payload an action may carry (a config, a report, a reason).
+constexpr size_t kMaxActionPayloadBytes = 4096;
 
 const char* action_kind_name(ActionKind kind);
 std::optional<ActionKind> action_kind_from_name(std::string_view name);
 
-// One thing a policy asked for. `value`: the weight, bytes, thread count or
-// mlos_policy_file_advice_t; `path`, `offset` and `length` (0: to the end)
-// for kFileAdvice only.
+// One thing a policy asked for. `value`: the weight, bytes, thread count,
+// mlos_policy_file_advice_t or mlos_policy_placement_t; `path`, `offset`
+// and `length` (0: to the end) for kFileAdvice only; `target` (a policy
+// name) for kRequestPolicy and kReleasePolicy; `payload` (at most
+// kMaxActionPayloadBytes) for kRequestPolicy, kRecommendPlacement and
+// kReport.
 struct Action {
   uint64_t job = 0;
   ActionKind kind = ActionKind::kCpuWeight;
   uint64_t value = 0;
   std::string path;
   uint64_t offset = 0, length = 0;
+  std::string target;
+  std::string payload;
   bool operator==(const Action&) const = default;
 };
 
 nlohmann::json action_to_json(const Action& a);
 // INVALID_ARGUMENT naming what is wrong: unknown kind, missing or mistyped
-// field, a path on another kind or longer than PATH_MAX.
+// field, a path on another kind or longer than PATH_MAX, a target that is
+// not a policy name, a payload on a kind without one or over its bound, a
+// request's config or a report that is not a JSON object, a placement that
+// is not an mlos_policy_placement_t.
 Result<Action> action_from_json(const nlohmann::json& j);
 
 nlohmann::json figures_to_json(const mlos_policy_job_figures_t& f);

@@ -5,8 +5,10 @@
 // refused and counted, failures leave the job on its defaults, defaults
 // are attached, and the last job's going unloads the host. The figures a
 // policy reads are injected where a test needs a known load.
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/embedded_policies.h"
+#include "engine/policy_report_file.h"
 #include "policy_test_support.h"
 
 namespace mlos {
@@ -45,7 +48,7 @@ EmbeddedPolicies::Options options(const std::string& dir = MLOS_TEST_POLICY_DIR)
   EmbeddedPolicies::Options o;
   o.hosts = test_options(dir);
   o.hosts.unload_grace_ms = 100;
-  o.hosts.tick_interval_ms = {{"counter", 50}, {"out-of-grant", 50}, {"crash-tick", 50}};
+  o.hosts.tick_interval_ms = {{"counter", 50}, {"out-of-grant", 50}, {"crash-tick", 50}, {"manager", 50}};
   return o;
 }
 
@@ -199,6 +202,75 @@ TEST(EmbeddedPolicies, TheThreadGovernorAdvisesFewerThreadsWhileAnotherProcessTa
   EXPECT_EQ(p.advice(a.id)->threads_by, "thread-governor");
   hog = false;  // the CPU is free again
   ASSERT_TRUE(eventually([&] { return a.threads() == 2; }));
+}
+
+// A policy that manages its jobs' policies (the "manager" fixture): what it
+// attaches reaches the job and goes when it goes; what it may not do (attach
+// itself, release what it did not attach) is refused and counted; its
+// placement and report reach the job's report file, which is removed with
+// the job.
+TEST(EmbeddedPolicies, APolicyAttachesPoliciesForItsJobAndTakesThemAlongWhenItGoes) {
+  char dir_template[] = "/tmp/mlos-reports-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = std::string(dir_template) + "/policy-reports";
+  auto o = options();
+  o.report_dir = [dir] { return dir; };
+  EmbeddedPolicies p(std::move(o));
+  {
+    ServedJob a(p, 91);
+    ASSERT_TRUE(p.request(a.id, "manager", json::object()).ok());
+    auto uses = [&](const std::string& name) {
+      const auto names = p.advice(a.id)->policies;
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    ASSERT_TRUE(eventually([&] { return uses("counter"); }));
+    ASSERT_TRUE(eventually([&] { return a.threads() == 1; }));  // counter's advice: one job
+    const json report = *p.report(a.id);
+    EXPECT_EQ(report["attached_by_policy"], (json{{"counter", "manager"}}));
+    EXPECT_EQ(report["placement"]["recommended"], "exclusive");
+    EXPECT_EQ(report["placement"]["by"], "manager");
+    EXPECT_EQ(report["placement"]["reason"], "a test says so");
+    EXPECT_GE(report["reports"]["manager"]["ticks"].get<int>(), 1);
+    // Bad arguments are refused by the host before they become actions: no
+    // name, not a policy name, a config that is not an object or over 4096
+    // bytes, an unknown placement, a reason that is not UTF-8, a report
+    // that is not JSON or too long; another job's is NOT_FOUND.
+    json refused(9, MLOS_ERR_INVALID_ARGUMENT);
+    refused.push_back(MLOS_ERR_NOT_FOUND);
+    EXPECT_EQ(report["reports"]["manager"]["bad"], refused);
+    ASSERT_TRUE(eventually([&] {
+      const json l = loaded(p, "manager");
+      return l["actions_refused"]["request_policy"] >= 1 && l["actions_refused"]["release_policy"] >= 1;
+    }));
+    // The file `mlos status` reads says the same, with this process's pid.
+    auto file = read_policy_report(dir, a.id);
+    ASSERT_TRUE(file.has_value());
+    EXPECT_EQ((*file)["pid"], getpid());
+    EXPECT_EQ((*file)["attached_by_policy"], report["attached_by_policy"]);
+    // Releasing the manager takes what it attached and what it published.
+    ASSERT_TRUE(p.release(a.id, "manager").ok());
+    ASSERT_TRUE(eventually([&] { return !uses("counter"); }));
+    const json after = *p.report(a.id);
+    EXPECT_TRUE(after["attached_by_policy"].empty());
+    EXPECT_TRUE(after["reports"].empty());
+    EXPECT_FALSE(after.contains("placement"));
+    EXPECT_TRUE(read_policy_report(dir, a.id).has_value());
+  }
+  EXPECT_FALSE(read_policy_report(dir, 91).has_value());  // gone with the job
+  EXPECT_EQ(p.report(91).error().code, MLOS_ERR_INVALID_HANDLE);
+}
+
+TEST(EmbeddedPolicies, APolicyLeavesAPolicyTheJobAskedForItself) {
+  EmbeddedPolicies p(options());
+  ServedJob a(p, 92);
+  ASSERT_TRUE(p.request(a.id, "counter", json::object()).ok());
+  // "release" in its config: the manager asks every tick to release counter.
+  ASSERT_TRUE(p.request(a.id, "manager", json{{"release", true}}).ok());
+  ASSERT_TRUE(eventually([&] { return loaded(p, "manager")["actions_refused"]["release_policy"] >= 2; }));
+  EXPECT_EQ(p.advice(a.id)->policies, (std::vector<std::string>{"counter", "manager"}));
+  EXPECT_TRUE((*p.report(a.id))["attached_by_policy"].empty());
+  ASSERT_TRUE(p.release(a.id, "manager").ok());
+  EXPECT_EQ(p.advice(a.id)->policies, std::vector<std::string>{"counter"});
 }
 
 }  // namespace

@@ -10,13 +10,13 @@ namespace {
 
 using nlohmann::json;
 
-TEST(ShippedPoliciesTest, CatalogListsAllFour) {
+TEST(ShippedPoliciesTest, CatalogListsAllFive) {
   Harness h(test_options(MLOS_SHIPPED_POLICY_DIR));
   auto cat = h.hosts().catalog();
   ASSERT_TRUE(cat.ok()) << cat.error().message;
   std::vector<std::string> names;
   for (const auto& p : cat->policies) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"example", "phase-weights", "prefetch", "thread-governor"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"auto", "example", "phase-weights", "prefetch", "thread-governor"}));
 }
 
 TEST(ShippedPoliciesTest, ExampleAdvisesTheConfiguredThreadsAndFavoursCheckpoints) {

@@ -132,6 +132,47 @@ def test_an_embedded_job_records_reads_and_attaches_prefetch():
         ctx.release_policy("prefetch")
 
 
+AUTO_OBSERVES = """
+import json, os, subprocess, sys, time
+from pathlib import Path
+import mlos_training as m
+with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False,
+                           policies={"auto": {"act": False, "window_s": 1, "confirm": 1}}) as ctx:
+    reports = Path(os.environ["MLOS_RUNTIME_DIR"]) / "policy-reports"
+    deadline = time.monotonic() + 60
+    report = None
+    while time.monotonic() < deadline:
+        ctx.mark(m.PHASE_DATA_LOADING)
+        time.sleep(0.09)
+        ctx.mark(m.PHASE_FORWARD)
+        time.sleep(0.01)
+        files = list(reports.glob("*.json"))
+        if files:
+            report = json.loads(files[0].read_text())
+            if report["reports"].get("auto", {}).get("windows", 0) >= 2:
+                break
+    status = subprocess.run([sys.argv[1], "status", "--json"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run([sys.argv[1], "status"], capture_output=True, text=True, check=True).stdout
+    print(json.dumps({"pid": os.getpid(), "report": report, "status": json.loads(status), "text": text}))
+"""
+
+
+def test_auto_reports_what_it_sees_and_mlos_status_shows_it():
+    """An embedded job marked DATA_LOADING most of the time: auto (observing
+    only, one-second windows) reports its features in the job's report
+    file, and `mlos status` shows them under the job's claim."""
+    out = embedded_child(AUTO_OBSERVES.replace("sys.argv[1]", repr(mlos_cli())))
+    report = out["report"]
+    assert report is not None and report["pid"] == out["pid"], out
+    auto = report["reports"]["auto"]
+    assert auto["windows"] >= 2 and auto["acting"] is False and auto["attached"] == [], auto
+    assert auto["features"]["data_loading_share"] > 0.5, auto
+    assert auto["features"]["compute_share"] < 0.5, auto
+    mine = [c for c in out["status"]["claims"] if c["pid"] == out["pid"]]
+    assert mine and mine[0]["policy_report"]["reports"]["auto"]["windows"] >= 2, out["status"]
+    assert "auto: " in out["text"] and "data_loading_share=" in out["text"], out["text"]
+
+
 def test_without_an_installed_host_policies_are_unsupported_saying_where_it_looked():
     out = embedded_child(ADVICE_OR_ERROR, MLOS_POLICY_HOST="/nonexistent/mlos-policyhost")
     assert out["code"] == CODES["UNSUPPORTED"], out

@@ -139,9 +139,19 @@ TEST(PolicyProtocolTest, EveryActionKindRoundTrips) {
     const auto kind = static_cast<ActionKind>(k);
     Action a{7, kind, kind == ActionKind::kMemoryHigh ? UINT64_MAX : 250,
              kind == ActionKind::kFileAdvice ? "/data/shard 1" : ""};
+    const bool names_policy = kind == ActionKind::kRequestPolicy || kind == ActionKind::kReleasePolicy;
+    if (names_policy) a.target = "prefetch";
+    if (kind == ActionKind::kRequestPolicy) a.payload = R"({"ahead_mb": 8})";
+    if (kind == ActionKind::kReport) a.payload = R"({"class": "input_bound", "why": ["x > 1"]})";
+    if (kind == ActionKind::kRecommendPlacement) {
+      a.value = MLOS_POLICY_PLACEMENT_EXCLUSIVE;
+      a.payload = "compute-bound, and others took 40% of its CPUs";
+    }
     const json j = action_to_json(a);
     EXPECT_EQ(j["kind"], action_kind_name(kind));
     EXPECT_EQ(j.contains("path"), kind == ActionKind::kFileAdvice);
+    EXPECT_EQ(j.contains("target"), names_policy);
+    EXPECT_EQ(j.contains("payload"), !a.payload.empty());
     auto back = action_from_json(json::parse(j.dump()));
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(*back, a);
@@ -167,6 +177,21 @@ TEST(PolicyProtocolTest, ActionsRefuseEachWrongField) {
       {"empty path", {{"job", 1}, {"kind", "file_advice"}, {"value", 1}, {"path", ""}}},
       {"path of PATH_MAX", {{"job", 1}, {"kind", "file_advice"}, {"value", 1}, {"path", std::string(PATH_MAX, 'a')}}},
       {"path a number", {{"job", 1}, {"kind", "file_advice"}, {"value", 1}, {"path", 5}}},
+      {"request without target", {{"job", 1}, {"kind", "request_policy"}, {"value", 0}, {"payload", "{}"}}},
+      {"target not a policy name",
+       {{"job", 1}, {"kind", "request_policy"}, {"value", 0}, {"target", "../x"}, {"payload", "{}"}}},
+      {"target on a weight", {{"job", 1}, {"kind", "cpu_weight"}, {"value", 100}, {"target", "auto"}}},
+      {"request config not an object",
+       {{"job", 1}, {"kind", "request_policy"}, {"value", 0}, {"target", "auto"}, {"payload", "[1]"}}},
+      {"request without payload", {{"job", 1}, {"kind", "request_policy"}, {"value", 0}, {"target", "auto"}}},
+      {"payload on a release",
+       {{"job", 1}, {"kind", "release_policy"}, {"value", 0}, {"target", "auto"}, {"payload", "{}"}}},
+      {"report not JSON", {{"job", 1}, {"kind", "report"}, {"value", 0}, {"payload", "{class"}}},
+      {"report over the bound",
+       {{"job", 1}, {"kind", "report"}, {"value", 0},
+        {"payload", "{\"x\": \"" + std::string(kMaxActionPayloadBytes, 'a') + "\"}"}}},
+      {"placement out of range", {{"job", 1}, {"kind", "recommend_placement"}, {"value", 2}, {"payload", "why"}}},
+      {"payload a number", {{"job", 1}, {"kind", "recommend_placement"}, {"value", 1}, {"payload", 5}}},
   };
   for (const auto& [what, j] : cases) {
     auto a = action_from_json(j);

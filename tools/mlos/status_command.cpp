@@ -9,7 +9,9 @@
 #include "daemon_query.h"
 #include "daemon_view.h"
 #include "mlos/errors.h"
+#include "engine/policy_report_file.h"
 #include "os/ledger_file.h"
+#include "policy_report_view.h"
 #include "process_tuning.h"
 
 namespace mlos::cli {
@@ -18,6 +20,16 @@ namespace {
 std::string user_name(uint32_t uid) {
   struct passwd* pw = getpwuid(uid);
   return pw ? pw->pw_name : std::to_string(uid);
+}
+
+// What the claim's policies published (engine/policy_report_file.h), or
+// null: none, or a file left by another process that had the same id.
+nlohmann::json policy_report_of(const std::string& runtime_dir, const Claim& c) {
+  auto report = read_policy_report(policy_report_dir(runtime_dir), c.id);
+  if (!report || report->value("pid", -1) != c.owner.pid) return nullptr;
+  report->erase("pid");
+  report->erase("job");
+  return *report;
 }
 
 // The claims of the embedded ledger (what status showed before mlosd).
@@ -47,7 +59,8 @@ int ledger_status(const StatusOptions& options) {
                              {"gpus", c.gpus},
                              {"gpus_exclusive", c.gpus_exclusive},
                              {"tuning", tuning_of_process(c.owner.pid)},
-                             {"age_seconds", now - c.created_unix}});
+                             {"age_seconds", now - c.created_unix},
+                             {"policy_report", policy_report_of(ledger_file.dir(), c)}});
     }
     std::cout << dump_json(j, 2) << "\n";
     return kExitOk;
@@ -66,6 +79,10 @@ int ledger_status(const StatusOptions& options) {
            c.owner.pid, user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
            c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
            fit(short_gpus(c.gpus), 10).c_str(), tuning.empty() ? "-" : tuning.c_str(), c.label.c_str());
+  }
+  for (const auto& c : ledger->claims) {
+    const nlohmann::json report = policy_report_of(ledger_file.dir(), c);
+    if (!report.is_null()) std::cout << policy_report_text(c.id, report);
   }
   return kExitOk;
 }
