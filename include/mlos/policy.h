@@ -75,7 +75,8 @@ typedef struct mlos_policy_job_figures {
   int memory_pressure_level;     /* mlos_memory_pressure_level_t, -1 when not watched */
   /* ---- Added later (communication). Filled when the caller's struct_size
    * reaches past MLOS_POLICY_FIGURES_SIZE_V1. ---- */
-  double collective_seconds;     /* time the job spent in barriers and all-reduces, -1 unknown */
+  double collective_seconds;     /* time the job spent in barriers and all-reduces, -1 unknown;
+                                  * in embedded mode, its process's (all of its jobs, like cpu_seconds) */
 } mlos_policy_job_figures_t;
 
 /* The size of the figures struct before collective_seconds: the smallest
@@ -179,10 +180,11 @@ typedef struct mlos_policy_host {
 
   /* Attaches policy `name` to the job with `config_json` (a JSON object's
    * text, NULL: "{}"), as if the job had asked for it. Applied after the
-   * event, by the engine: refused (counted) when the job already uses
-   * `name` with another config, when `name` is this policy, or when the
-   * engine does not manage policies for policies (mlosd, for now). What
-   * this policy attached is detached when it detaches or fails. */
+   * event, by the engine: left as it is when the job already uses `name`
+   * (with whatever config it has); refused (counted) when `name` is this
+   * policy, or when the engine does not manage policies for policies
+   * (mlosd, for now). What this policy attached is detached when it
+   * detaches or fails. */
   int (*request_policy)(void* ctx, uint64_t job, const char* name, const char* config_json);
   /* Detaches a policy that this policy attached to the job (one the job
    * asked for itself is refused). */
