@@ -60,7 +60,7 @@ def split_runs(rows):
     return train, held, runs
 
 
-def matrix(rows, key):
+def matrix(rows):
     x = np.array([[r["features"][f] for f in FEATURES] for r in rows], dtype=np.float64)
     y = np.array([CLASSES.index(r["class"]) for r in rows])
     return x, y
@@ -159,11 +159,11 @@ def leave_one_family_out(rows, a):
     for fam in sorted({family(r) for r in rows}):
         train = [r for r in rows if family(r) != fam]
         test = [r for r in rows if family(r) == fam]
-        xt, yt = matrix(train, "train")
+        xt, yt = matrix(train)
         xf, yf = jittered(xt, yt, a.jitter, a.copies)
         clf = DecisionTreeClassifier(max_depth=a.max_depth, min_samples_leaf=a.min_leaf, class_weight="balanced",
                                      random_state=0).fit(xf, yf)
-        x, y = matrix(test, "test")
+        x, y = matrix(test)
         p = clf.predict(x)
         out[fam] = {"windows": len(test), "accuracy": round(float((p == y).mean()), 4),
                     "heuristic_accuracy": round(float(np.mean([heuristic(v) == t for v, t in zip(x, y)])), 4),
@@ -229,8 +229,8 @@ def main():
     train_keys, held_keys, runs = split_runs(rows)
     train = [r for r in rows if (r["source"], r["run"]) in train_keys]
     held = [r for r in rows if (r["source"], r["run"]) in held_keys]
-    xt, yt = matrix(train, "train")
-    xh, yh = matrix(held, "held")
+    xt, yt = matrix(train)
+    xh, yh = matrix(held)
     xf, yf = jittered(xt, yt, a.jitter, a.copies)
     clf = DecisionTreeClassifier(max_depth=a.max_depth, min_samples_leaf=a.min_leaf, class_weight="balanced",
                                  random_state=0).fit(xf, yf)
