@@ -182,9 +182,9 @@ typedef struct mlos_policy_host {
    * text, NULL: "{}"), as if the job had asked for it. Applied after the
    * event, by the engine: left as it is when the job already uses `name`
    * (with whatever config it has); refused (counted) when `name` is this
-   * policy, or when the engine does not manage policies for policies
-   * (mlosd, for now). What this policy attached is detached when it
-   * detaches or fails. */
+   * policy. Both engines (embedded, mlosd) carry it out. What this policy
+   * attached is detached when it detaches or fails, and is the job's own
+   * once the job requests or releases it itself. */
   int (*request_policy)(void* ctx, uint64_t job, const char* name, const char* config_json);
   /* Detaches a policy that this policy attached to the job (one the job
    * asked for itself is refused). */

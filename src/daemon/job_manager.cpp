@@ -1012,7 +1012,7 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
     compact_if_due();
   }
   confine();
-  if (policies_) policies_->poll();
+  poll_policies();
   return pruned;
 }
 
@@ -1154,6 +1154,7 @@ json JobManager::status(uint64_t after, size_t limit) const {
              {"cpu_weight", j.weight},
              {"policies", policies_ ? json(policies_->policies_of(id)) : json::array()},
              {"advice", advice_json(j)},
+             {"policy_report", j.requests.empty() ? json(nullptr) : j.requests.report()},
              {"notes", j.notes}};
     if (j.memory) job["memory_pressure"] = report_to_json(j.memory->report());
     job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);

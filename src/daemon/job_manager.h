@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -37,6 +38,7 @@
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
+#include "policy/job_policy_requests.h"
 #include "policy/policy_effects.h"
 #include "daemon/registry_store.h"
 #include "daemon/user_quotas.h"
@@ -261,6 +263,7 @@ class JobManager {
     std::vector<std::string> notes;      // degraded effects, one line each
     std::unique_ptr<JobMemoryWatch> memory;  // set by watch_memory
     policy::PolicyEffects effects;       // what its policies set
+    policy::JobPolicyRequests requests;  // other policies, placement, reports its policies asked for
     int pressure_level_seen = -1;        // last level told to its policies
   };
 
@@ -325,6 +328,9 @@ class JobManager {
   std::optional<mlos_policy_job_figures_t> policy_figures(uint64_t job) const;
   Status apply_policy_action(const std::string& policy, const policy::Action& action);
   void take_back_policy(const std::string& policy, uint64_t job);
+  // Polls the hosts, then carries out the policies' queued requests and
+  // releases of other policies (policy/job_policy_requests.h).
+  void poll_policies();
   // Attaches the job's recorded policies, then the defaults; failures of
   // the defaults (and, with `strict` false, of recorded ones) become notes.
   // With `strict`, the first recorded policy that fails is returned.
@@ -339,6 +345,7 @@ class JobManager {
 
   JobManagerDeps d_;
   std::unique_ptr<policy::PolicyHosts> policies_;  // null: no policy modules
+  std::deque<policy::JobPolicyOp> policy_ops_;     // queued by policies, run by poll_policies
   std::string cgroup_version_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;

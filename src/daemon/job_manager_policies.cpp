@@ -81,6 +81,11 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
       if (!d_.cgroups || j.record.parent != 0 || j.record.host != 0) {
         return make_error(MLOS_ERR_UNSUPPORTED, "the job has no cgroup of its own");
       }
+      if (a.kind == policy::ActionKind::kMemoryLow && cgroup_version_ == "v1") {
+        // Accepting it would tell the policy the job is protected when
+        // nothing is (the v1 driver can only note it).
+        return make_error(MLOS_ERR_UNSUPPORTED, "cgroup v1 has no memory protection (memory.low is v2 only)");
+      }
       auto& setting = a.kind == policy::ActionKind::kMemoryHigh ? j.effects.memory_high : j.effects.memory_low;
       setting.set(a.value, policy);
       apply_cgroup(j, false);
@@ -94,8 +99,9 @@ Status JobManager::apply_policy_action(const std::string& policy, const policy::
     case policy::ActionKind::kReleasePolicy:
     case policy::ActionKind::kRecommendPlacement:
     case policy::ActionKind::kReport:
-      return make_error(MLOS_ERR_UNSUPPORTED, std::string(policy::action_kind_name(a.kind)) +
-                                                  ": mlosd does not take this from policies yet (embedded mode does)");
+      // Shown in the job's status; a placement is only recommended (a new
+      // request is the only way to change one).
+      return j.requests.take(policy, a, policy_ops_);
   }
   return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
 }
@@ -106,6 +112,7 @@ void JobManager::take_back_policy(const std::string& policy, uint64_t job) {
   Live& j = it->second;
   const bool memory = (j.effects.memory_high.value && j.effects.memory_high.by == policy) ||
                       (j.effects.memory_low.value && j.effects.memory_low.by == policy);
+  (void)j.requests.take_back(policy, job, policy_ops_);
   if (!j.effects.take_back(policy)) return;
   if (memory && j.record.parent == 0 && j.record.host == 0) apply_cgroup(j, false);
   refresh_after_policy(j);
@@ -151,6 +158,7 @@ Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_
     return make_error(MLOS_ERR_UNSUPPORTED, "job " + std::to_string(job) + " is an embedded-ledger claim");
   }
   if (Status s = policies_->attach(name, job, config); !s) return s.error();
+  (*j)->requests.owner_took(name);
   (*j)->record.policies[name] = config;
   if (Status s = persist(**j); !s) return s.error();
   return json{{"policies", policies_->policies_of(job)}};
@@ -161,6 +169,7 @@ Status JobManager::release_policy(const os::PeerCredentials& peer, uint64_t job,
   if (!j) return j.error();
   if (!policies_) return make_error(MLOS_ERR_NOT_FOUND, "this mlosd runs without policy modules");
   if (Status s = policies_->detach(name, job); !s) return s;
+  (*j)->requests.owner_took(name);
   (*j)->record.policies.erase(name);
   return persist(**j);
 }
@@ -218,8 +227,18 @@ Status JobManager::unload_policy(const os::PeerCredentials& peer, const std::str
 
 std::vector<int> JobManager::policy_fds() const { return policies_ ? policies_->fds() : std::vector<int>{}; }
 
-void JobManager::policy_woke() {
-  if (policies_) policies_->poll();
+void JobManager::policy_woke() { poll_policies(); }
+
+void JobManager::poll_policies() {
+  if (!policies_) return;
+  policies_->poll();
+  policy::run_job_policy_ops(
+      policy_ops_, *policies_,
+      [this](uint64_t id) -> policy::JobPolicyRequests* {
+        auto it = jobs_.find(id);
+        return it == jobs_.end() ? nullptr : &it->second.requests;
+      },
+      [](uint64_t) {});  // shown from memory: nothing to publish
 }
 
 }  // namespace mlos::daemon

@@ -30,6 +30,7 @@
 #include "os/process_memory.h"
 #include "os/unique_fd.h"
 #include "policy/file_advice.h"
+#include "policy/job_policy_requests.h"
 #include "policy/policy_effects.h"
 
 namespace mlos {
@@ -88,22 +89,8 @@ struct EmbeddedPolicies::State {
     std::function<std::optional<int>()> pressure;
     mlos_training_phase_t told = MLOS_TRAINING_PHASE_IDLE;  // the phase the policies last heard of
     policy::PolicyEffects effects;
-    // What its policies published (policy_report_file.h).
-    std::map<std::string, json> reports;                 // by policy
-    policy::PolicySetting<int> placement;                // mlos_policy_placement_t recommended
-    std::string placement_reason;
-    std::map<std::string, std::string> attached_by;      // policy -> the policy that attached it
-    std::map<std::string, std::string> request_errors;   // policy -> why attaching it failed
-    std::string report_dir;                              // where its report file goes; "": none
-  };
-  // A policy's request or release of another policy for a job: applied
-  // after PolicyHosts::poll() returns (attaching from inside its apply
-  // callback would re-enter it).
-  struct JobPolicyOp {
-    uint64_t job = 0;
-    std::string by, target;
-    bool attach = true;
-    json config;
+    policy::JobPolicyRequests requests;  // other policies, placement, reports
+    std::string report_dir;              // where its report file goes; "": none
   };
 
   // Guarded by mu: the work queue and the stop flag.
@@ -118,15 +105,10 @@ struct EmbeddedPolicies::State {
   std::map<uint64_t, Served> jobs;
   std::set<std::string> defaults_logged;
   std::unique_ptr<policy::PolicyHosts> hosts;
-  std::deque<JobPolicyOp> job_policy_ops;
+  std::deque<policy::JobPolicyOp> job_policy_ops;
   json report_of(uint64_t id, const Served& j) const {
-    json out{{"job", id}, {"reports", j.reports}, {"attached_by_policy", j.attached_by},
-             {"request_errors", j.request_errors}};
-    if (j.placement.value) {
-      out["placement"] = {{"recommended", *j.placement.value == MLOS_POLICY_PLACEMENT_EXCLUSIVE ? "exclusive" : "shared"},
-                          {"by", j.placement.by},
-                          {"reason", j.placement_reason}};
-    }
+    json out = j.requests.report();
+    out["job"] = id;
     return out;
   }
   // Rewrites the job's report file, if reports are kept in files.
@@ -209,32 +191,13 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
         return j.effects.advise_threads(a.value, j.grant.cpus.count(), by);
       case policy::ActionKind::kFileAdvice:
         return policy::advise_file(a.path, geteuid(), a.value, a.offset, a.length);
-      case policy::ActionKind::kRequestPolicy: {
-        if (a.target == by) return make_error(MLOS_ERR_PERMISSION, "a policy cannot attach itself");
-        json config = json::parse(a.payload, nullptr, false);
-        if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the config is not a JSON object");
-        s->job_policy_ops.push_back(State::JobPolicyOp{a.job, by, a.target, true, std::move(config)});
-        return Status::Ok();
-      }
-      case policy::ActionKind::kReleasePolicy: {
-        auto owner = j.attached_by.find(a.target);
-        if (owner == j.attached_by.end() || owner->second != by) {
-          return make_error(MLOS_ERR_PERMISSION, a.target + " was not attached to the job by " + by);
-        }
-        s->job_policy_ops.push_back(State::JobPolicyOp{a.job, by, a.target, false, {}});
-        return Status::Ok();
-      }
+      case policy::ActionKind::kRequestPolicy:
+      case policy::ActionKind::kReleasePolicy:
       case policy::ActionKind::kRecommendPlacement:
-        j.placement.set(static_cast<int>(a.value), by);
-        j.placement_reason = a.payload;
-        s->publish(a.job, j);
-        return Status::Ok();
       case policy::ActionKind::kReport: {
-        json report = json::parse(a.payload, nullptr, false);
-        if (!report.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "the report is not a JSON object");
-        j.reports[by] = std::move(report);
-        s->publish(a.job, j);
-        return Status::Ok();
+        Status st = j.requests.take(by, a, s->job_policy_ops);
+        if (st && policy::JobPolicyRequests::shows(a.kind)) s->publish(a.job, j);
+        return st;
       }
       case policy::ActionKind::kCpuWeight:
       case policy::ActionKind::kIoWeight:
@@ -255,13 +218,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     if (it == s->jobs.end()) return;
     State::Served& j = it->second;
     j.effects.take_back(by);
-    bool changed = j.placement.take_back(by);
-    changed = j.reports.erase(by) > 0 || changed;
-    // What `by` attached goes with it.
-    for (const auto& [target, owner] : j.attached_by) {
-      if (owner == by) s->job_policy_ops.push_back(State::JobPolicyOp{id, by, target, false, {}});
-    }
-    if (changed) s->publish(id, j);
+    if (j.requests.take_back(by, id, s->job_policy_ops)) s->publish(id, j);
   };
   s_->hosts = std::make_unique<policy::PolicyHosts>(o_.hosts, std::move(cb));
   s_->thread = std::thread([this] { loop(); });
@@ -339,41 +296,13 @@ void EmbeddedPolicies::loop() {
 }
 
 void EmbeddedPolicies::State::run_job_policy_ops() {
-  // An attach waits for the policy's verdict, and its reply may queue more
-  // requests: take them in turns, a bounded number per call.
-  for (size_t budget = 64; budget > 0 && !job_policy_ops.empty(); --budget) {
-    JobPolicyOp op = std::move(job_policy_ops.front());
-    job_policy_ops.pop_front();
-    auto it = jobs.find(op.job);
-    if (it == jobs.end()) continue;
-    Served& j = it->second;
-    const auto used = hosts->policies_of(op.job);
-    const bool uses = std::find(used.begin(), used.end(), op.target) != used.end();
-    auto owner = j.attached_by.find(op.target);
-    const bool ours = owner != j.attached_by.end() && owner->second == op.by;
-    if (!op.attach) {
-      if (!ours) continue;
-      j.attached_by.erase(owner);
-      if (uses) (void)hosts->detach(op.target, op.job);
-      publish(op.job, j);
-      continue;
-    }
-    // The requester must still be attached; a policy the job already uses
-    // (its own request, or another policy's) is left as it is.
-    const bool requester_attached = std::find(used.begin(), used.end(), op.by) != used.end();
-    if (!requester_attached || uses) continue;
-    if (Status st = hosts->attach(op.target, op.job, op.config); !st) {
-      if (j.request_errors[op.target] != st.error().message) {
-        log_message(MLOS_LOG_WARN, "policy " + op.by + ": could not attach " + op.target + " to job " +
-                                       std::to_string(op.job) + ": " + st.error().describe());
-      }
-      j.request_errors[op.target] = st.error().message;
-    } else {
-      j.attached_by[op.target] = op.by;
-      j.request_errors.erase(op.target);
-    }
-    publish(op.job, j);
-  }
+  policy::run_job_policy_ops(
+      job_policy_ops, *hosts,
+      [this](uint64_t id) -> policy::JobPolicyRequests* {
+        auto it = jobs.find(id);
+        return it == jobs.end() ? nullptr : &it->second.requests;
+      },
+      [this](uint64_t id) { publish(id, jobs.at(id)); });
 }
 
 std::shared_ptr<PhaseSink> EmbeddedPolicies::make_phase_sink(uint64_t now_ns) {
@@ -435,11 +364,13 @@ void EmbeddedPolicies::remove_job(uint64_t job) {
 Result<std::vector<std::string>> EmbeddedPolicies::request(uint64_t job, const std::string& name, const json& config) {
   Result<std::vector<std::string>> out = unknown_job(job);
   run([&] {
-    if (!s_->jobs.count(job)) return;
+    auto it = s_->jobs.find(job);
+    if (it == s_->jobs.end()) return;
     if (Status st = s_->hosts->attach(name, job, config); !st) {
       out = st.error();
       return;
     }
+    if (it->second.requests.owner_took(name)) s_->publish(job, it->second);
     out = s_->hosts->policies_of(job);
   });
   return out;
@@ -448,7 +379,10 @@ Result<std::vector<std::string>> EmbeddedPolicies::request(uint64_t job, const s
 Status EmbeddedPolicies::release(uint64_t job, const std::string& name) {
   Status out = unknown_job(job);
   run([&] {
-    if (s_->jobs.count(job)) out = s_->hosts->detach(name, job);
+    auto it = s_->jobs.find(job);
+    if (it == s_->jobs.end()) return;
+    out = s_->hosts->detach(name, job);
+    if (out && it->second.requests.owner_took(name)) s_->publish(job, it->second);
   });
   return out;
 }

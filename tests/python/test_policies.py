@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import mlos_training as m
-from conftest import mlos_cli
+from conftest import REPO, mlos_cli
 from mlos_training.errors import CODES
 
 PACKAGE_POLICIES = Path(m.__file__).parent / "mlos" / "policies"
@@ -186,14 +186,23 @@ def test_every_job_gets_the_default_thread_governor_unless_told_otherwise():
 
 # -- under mlosd ---------------------------------------------------------------
 
+def compute_bound_model():
+    """The built-in model's format and names, with one leaf: compute-bound."""
+    model = json.loads((REPO / "policies" / "auto" / "model" / "auto-tree.json").read_text())
+    model["nodes"] = [{"class": model["classes"].index("compute_bound"), "confidence": 1.0}]
+    return model
+
+
 class Mlosd:
-    """mlosd from the build, without default policies, on a private socket."""
+    """mlosd from the build, without default policies, on a private socket.
+    Its `auto` has a one-leaf model that calls every job compute-bound, so
+    that what auto does under mlosd does not depend on the machine."""
 
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="mlos-py-pol-"))
         self.socket = self.dir / "mlosd.sock"
         config = self.dir / "mlosd.json"
-        config.write_text('{"policies": {"defaults": []}}')
+        config.write_text(json.dumps({"policies": {"defaults": [], "config": {"auto": {"model": compute_bound_model()}}}}))
         b = build_dir()
         argv = [str(b / "bin" / "mlosd"), "-c", str(config), "--socket", str(self.socket), "--state-dir",
                 str(self.dir / "state"), "--cgroups", "none", "--metrics-listen", "127.0.0.1:0", "--ledger-dir", str(self.dir),
@@ -291,3 +300,36 @@ def test_the_thread_governor_takes_the_advised_count_under_mlosd(mlosd):
         assert g.source == "advice" and g.threads == 1
         assert torch.get_num_threads() == 1 and ctx.torch_threads == 1
     assert torch.get_num_threads() == before
+
+
+def test_auto_attaches_what_its_class_needs_under_mlosd_and_mlos_status_shows_why(mlosd):
+    """auto (acting, one-second windows) calls the job compute-bound and has
+    mlosd attach thread-governor for it; `mlos status`, run as another
+    process against the same mlosd, shows the class and what auto attached;
+    releasing auto takes thread-governor with it."""
+    env = dict(os.environ, MLOS_DAEMON_SOCKET=str(mlosd.socket))
+    config = {"act": True, "window_s": 1, "confirm": 1}
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, policies={"auto": config}) as ctx:
+        job = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for phase in (m.PHASE_FORWARD, m.PHASE_BACKWARD):
+                ctx.set_phase(phase)
+                sum(i * i for i in range(20000))  # some CPU in each phase
+            status = json.loads(subprocess.run([mlos_cli(), "status", "--json"], capture_output=True, text=True,
+                                               check=True, env=env).stdout)
+            job = next(j for j in status["jobs"] if j["pid"] == os.getpid())
+            report = job["policy_report"] or {}
+            if report.get("attached_by_policy"):
+                break
+            time.sleep(0.2)
+        assert report["attached_by_policy"] == {"thread-governor": "auto"}, job
+        assert report["reports"]["auto"]["class"] == "compute_bound", report
+        assert sorted(job["policies"]) == ["auto", "thread-governor"], job
+        text = subprocess.run([mlos_cli(), "status"], capture_output=True, text=True, check=True, env=env).stdout
+        assert f"job {job['job']}: auto: compute_bound" in text, text
+        ctx.release_policy("auto")
+        deadline = time.monotonic() + 10
+        while ctx.advice["policies"] != 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ctx.advice["policies"] == 0, "what auto attached went with it"

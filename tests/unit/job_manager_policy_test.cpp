@@ -22,17 +22,43 @@ using nlohmann::json;
 using policy::Action;
 using policy::ActionKind;
 
+// A v2 driver that says it is v1: what mlosd refuses on v1 alone.
+class CallsItselfV1 final : public os::CgroupDriver {
+ public:
+  explicit CallsItselfV1(std::unique_ptr<os::CgroupDriver> d) : d_(std::move(d)) {}
+  std::string version() const override { return "v1"; }
+  Status create(const std::string& job) override { return d_->create(job); }
+  Status apply(const std::string& job, const os::CgroupLimits& l, std::vector<std::string>* unsupported) override {
+    return d_->apply(job, l, unsupported);
+  }
+  Status set_cpu_weight(const std::string& job, uint32_t w) override { return d_->set_cpu_weight(job, w); }
+  Status attach(const std::string& job, pid_t pid) override { return d_->attach(job, pid); }
+  Status detach(const std::string& job, const std::string& origin) override { return d_->detach(job, origin); }
+  Result<std::vector<pid_t>> processes(const std::string& job) const override { return d_->processes(job); }
+  Result<os::CgroupUsage> usage(const std::string& job) const override { return d_->usage(job); }
+  Status remove(const std::string& job) override { return d_->remove(job); }
+  Result<std::vector<std::string>> jobs() const override { return d_->jobs(); }
+
+ private:
+  std::unique_ptr<os::CgroupDriver> d_;
+};
+
 class JobManagerPolicyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "mlos-jobpolicy-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
+    start(os::make_cgroup_v2_driver(cgroupfs_, "mlos"));
+  }
+  // A new manager (state in the same directory) over `cgroups`.
+  void start(std::unique_ptr<os::CgroupDriver> cgroups) {
+    manager_.reset();
     JobManagerDeps d;
     d.topology = make_uniform_topology(1, 4, 1);  // CPUs 0-3, one core each
     d.allowed = d.topology.all_cpus();
     d.memory = [] { return MemoryAvailability{}; };
-    d.cgroups = os::make_cgroup_v2_driver(cgroupfs_, "mlos");
+    d.cgroups = std::move(cgroups);
     d.state = std::make_shared<RegistryStore>(dir_.string());
     d.identify = [](pid_t pid) -> Result<ProcessId> { return ProcessId{pid, 7}; };
     d.is_alive = [](const ProcessId&) { return true; };
@@ -129,6 +155,16 @@ TEST_F(JobManagerPolicyTest, MemorySettingsStayWithinTheJobsLimit) {
   EXPECT_EQ(cgroupfs_->file(high).value_or(""), "900000000") << "back to 90 % of the limit";
 }
 
+TEST_F(JobManagerPolicyTest, MemoryLowIsRefusedOnCgroupV1WhichCannotProtect) {
+  start(std::make_unique<CallsItselfV1>(os::make_cgroup_v2_driver(cgroupfs_, "mlos")));
+  const uint64_t job = grant(1, 1'000'000'000);
+  Status low = callbacks_.apply("m", Action{job, ActionKind::kMemoryLow, 100'000'000});
+  ASSERT_FALSE(low.ok());
+  EXPECT_EQ(low.error().code, MLOS_ERR_UNSUPPORTED);
+  EXPECT_NE(low.error().message.find("v1"), std::string::npos) << low.error().message;
+  EXPECT_TRUE(callbacks_.apply("m", Action{job, ActionKind::kMemoryHigh, 500'000'000}).ok()) << "v1 has a high mark";
+}
+
 TEST_F(JobManagerPolicyTest, UnsupportedAndUnknownTargetsAreRefused) {
   const uint64_t job = grant(1);
   Status io = callbacks_.apply("x", Action{job, ActionKind::kIoWeight, 100});
@@ -138,6 +174,45 @@ TEST_F(JobManagerPolicyTest, UnsupportedAndUnknownTargetsAreRefused) {
   Status file = callbacks_.apply("x", Action{job, ActionKind::kFileAdvice, MLOS_POLICY_FILE_WILLNEED,
                                              (dir_ / "missing").string()});
   EXPECT_FALSE(file.ok());
+}
+
+// Reports and placement recommendations land in the job's status; what a
+// policy may not do to the job's policies is refused before anything is
+// queued; what it published goes when it leaves. (Attaching through real
+// hosts: tests/python/test_policies.py, auto under mlosd.)
+TEST_F(JobManagerPolicyTest, JobPolicyActionsAreCheckedAndShownInTheJobsStatus) {
+  const uint64_t job = grant(1);
+  EXPECT_EQ(status_of(job)["policy_report"], nullptr) << "nothing published yet";
+  Action report{job, ActionKind::kReport};
+  report.payload = R"({"class": "compute-bound"})";
+  ASSERT_TRUE(callbacks_.apply("auto", report).ok());
+  Action placement{job, ActionKind::kRecommendPlacement, MLOS_POLICY_PLACEMENT_EXCLUSIVE};
+  placement.payload = "contended";
+  ASSERT_TRUE(callbacks_.apply("auto", placement).ok());
+  json shown = status_of(job)["policy_report"];
+  EXPECT_EQ(shown["reports"]["auto"]["class"], "compute-bound") << shown;
+  EXPECT_EQ(shown["placement"], (json{{"recommended", "exclusive"}, {"by", "auto"}, {"reason", "contended"}}));
+
+  Action itself{job, ActionKind::kRequestPolicy};
+  itself.target = "auto";
+  itself.payload = "{}";
+  Status s = callbacks_.apply("auto", itself);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_PERMISSION);
+  Action release{job, ActionKind::kReleasePolicy};
+  release.target = "thread-governor";
+  s = callbacks_.apply("auto", release);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, MLOS_ERR_PERMISSION) << "auto did not attach it";
+  Action bad_report{job, ActionKind::kReport};
+  bad_report.payload = "[1]";
+  EXPECT_EQ(callbacks_.apply("auto", bad_report).error().code, MLOS_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(status_of(job)["policy_report"], shown) << "refusals change nothing";
+
+  callbacks_.reset("other", job);
+  EXPECT_EQ(status_of(job)["policy_report"], shown);
+  callbacks_.reset("auto", job);
+  EXPECT_EQ(status_of(job)["policy_report"], nullptr) << "its report and placement go with it";
 }
 
 TEST_F(JobManagerPolicyTest, ARequestWithAPolicyThatCannotAttachGrantsNothing) {

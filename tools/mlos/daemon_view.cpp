@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli_output.h"
+#include "policy_report_view.h"
 #include "policy_view.h"
 #include "process_tuning.h"
 
@@ -157,6 +158,12 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
              fit(short_gpus(job), 10).c_str(), fit(gpu_use(job), 14).c_str(), tuning.empty() ? "-" : fit(tuning, 20).c_str(),
              fit(job_policies(job), 200).c_str());
     out += line;
+  }
+  // What the jobs' policies published (auto's class and why), as for
+  // embedded claims.
+  for (const auto& job : jobs) {
+    if (!job.is_object() || !job.contains("policy_report") || !job["policy_report"].is_object()) continue;
+    out += policy_report_text(static_cast<uint64_t>(json_number(job, "job").value_or(0)), job["policy_report"]);
   }
   return out;
 }
