@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "engine/job.h"
+#include "engine/policy_report_file.h"
 #include "gpu/gpu_topology.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
@@ -25,7 +26,12 @@ LedgerClaimBroker::LedgerClaimBroker(Topology topology, CpuSet allowed, os::Ledg
       memory_(std::move(memory)),
       gpu_discovery_(std::move(gpus)),
       owner_pid_(owner_pid),
-      policies_(std::move(policies)) {}
+      policies_(std::move(policies)) {
+  // The report a killed job's policies left goes with its claim.
+  ledger_.on_pruned([dir = policy_report_dir(ledger_.dir())](const Claim& c) {
+    remove_policy_report_of(dir, c.id, c.owner.pid);
+  });
+}
 
 namespace {
 

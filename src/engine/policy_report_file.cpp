@@ -41,6 +41,11 @@ Status write_policy_report(const std::string& dir, uint64_t job, const nlohmann:
 
 void remove_policy_report(const std::string& dir, uint64_t job) { unlink(policy_report_path(dir, job).c_str()); }
 
+void remove_policy_report_of(const std::string& dir, uint64_t job, int pid) {
+  auto report = read_policy_report(dir, job);
+  if (report && report->value("pid", -1) == pid) remove_policy_report(dir, job);
+}
+
 std::optional<nlohmann::json> read_policy_report(const std::string& dir, uint64_t job) {
   std::ifstream in(policy_report_path(dir, job));
   if (!in) return std::nullopt;

@@ -11,7 +11,7 @@
 //    "attached_by_policy": {"prefetch": "auto"},
 //    "request_errors": {"prefetch": "..."}}
 // Written whole (a temporary file renamed over it); removed when the job
-// ends. A reader treats a missing or unreadable file as "no reports".
+// ends, or when the ledger prunes the claim of a process that died first. A reader treats a missing or unreadable file as "no reports".
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,10 @@ std::string policy_report_path(const std::string& dir, uint64_t job);
 // Creates `dir` (0755) if needed and replaces the job's file with `report`.
 Status write_policy_report(const std::string& dir, uint64_t job, const nlohmann::json& report);
 void remove_policy_report(const std::string& dir, uint64_t job);
+// Removes the job's file only if it names `pid` (the claim's owner): a
+// claim that died without removing it (killed) leaves it, and the ledger
+// removes it when it prunes the claim (LedgerClaimBroker).
+void remove_policy_report_of(const std::string& dir, uint64_t job, int pid);
 // nullopt when there is none, or it is not a JSON object.
 std::optional<nlohmann::json> read_policy_report(const std::string& dir, uint64_t job);
 

@@ -82,7 +82,11 @@ Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& updat
   auto ledger = parse_file(path());
   if (!ledger) return ledger.error();
   bool pruned = forget_if_rebooted(*ledger);
-  pruned |= !ledger->prune([](const ProcessId& id) { return is_alive(id); }).empty();
+  const std::vector<Claim> dead = ledger->prune([](const ProcessId& id) { return is_alive(id); });
+  pruned |= !dead.empty();
+  if (on_pruned_) {
+    for (const Claim& c : dead) on_pruned_(c);
+  }
   ledger->boot_id = current_boot_id();
   auto changed = update(*ledger);
   if (!changed) {

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "core/claim_ledger.h"
 #include "core/status.h"
@@ -32,6 +33,10 @@ class LedgerFile {
   // STATE_CORRUPT if the file cannot be parsed: nothing is changed and the
   // message says how to recover.
   Status update(const std::function<Result<bool>(ClaimLedger&)>& update);
+  // Called, with the lock held, for each claim of a dead process that
+  // update() removes: what the claim left beside the ledger (its policy
+  // report) can go with it. Not called by read(), which removes nothing.
+  void on_pruned(std::function<void(const Claim&)> f) { on_pruned_ = std::move(f); }
 
   // Reads the ledger without writing (dead claims are filtered out of the
   // result, not removed from the file). A missing directory or file reads as
@@ -46,6 +51,7 @@ class LedgerFile {
   Status ensure_dir() const;
   Status check_trusted() const;
   std::string dir_;
+  std::function<void(const Claim&)> on_pruned_;
 };
 
 }  // namespace mlos::os

@@ -7,6 +7,7 @@
 // parsing of mlosd's "advice" object.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,8 +16,11 @@
 #include "engine/job.h"
 #include "engine/ledger_claim_broker.h"
 #include "engine/policy_advice.h"
+#include "engine/policy_report_file.h"
 #include "fakes/fake_broker.h"
 #include "fakes/fake_kernel.h"
+#include "os/ledger_file.h"
+#include "os/process_info.h"
 
 using mlos_test::FakeBroker;
 using mlos_test::FakeKernel;
@@ -201,6 +205,42 @@ TEST(LedgerClaimBrokerPolicies, WhenTheServiceIsMissingAJobRunsWithoutPoliciesUn
   EXPECT_EQ(asked.error().message, "no policy host (mlos-policyhost) is installed");
   EXPECT_EQ(f.claims(), 1u);  // the plain one only: the refused claim was dropped
   EXPECT_EQ(f.broker->advice(987654).error().code, MLOS_ERR_INVALID_HANDLE);
+}
+
+// A job killed before it could remove its policy report: the report goes
+// when the ledger prunes the dead claim, and only that one (a file naming
+// another pid under the same id, or a live claim's, stays).
+TEST(LedgerClaimBrokerPolicies, PruningADeadClaimRemovesTheReportItsPoliciesLeft) {
+  LedgerBrokerFixture f;
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  uint64_t dead = 0, live = 0;
+  ASSERT_TRUE(mlos::os::LedgerFile(f.dir)
+                  .update([&](mlos::ClaimLedger& l) -> mlos::Result<bool> {
+                    mlos::Claim c;
+                    c.owner = mlos::ProcessId{static_cast<int>(child), 1};
+                    c.cpus = mlos::CpuSet::of({0});
+                    dead = l.add(c);
+                    c.owner = mlos::os::process_id(static_cast<int>(getpid())).value();
+                    c.cpus = mlos::CpuSet::of({1});
+                    live = l.add(c);
+                    return true;
+                  })
+                  .ok());
+  const std::string reports = mlos::policy_report_dir(f.dir);
+  ASSERT_TRUE(mlos::write_policy_report(reports, dead, json{{"pid", child}}).ok());
+  ASSERT_TRUE(mlos::write_policy_report(reports, live, json{{"pid", getpid()}}).ok());
+  ASSERT_TRUE(mlos::write_policy_report(reports, 99, json{{"pid", child}}).ok());
+  ASSERT_EQ(f.claims(), 1u) << "read() leaves the dead claim out";
+  ASSERT_TRUE(mlos::read_policy_report(reports, dead).has_value()) << "and removes nothing";
+
+  auto grant = f.broker->acquire(one_cpu());  // an update: prunes the dead claim
+  ASSERT_TRUE(grant.ok()) << grant.error().describe();
+  EXPECT_FALSE(mlos::read_policy_report(reports, dead).has_value());
+  EXPECT_TRUE(mlos::read_policy_report(reports, live).has_value());
+  EXPECT_TRUE(mlos::read_policy_report(reports, 99).has_value()) << "no claim of its own was pruned";
 }
 
 TEST(PolicyAdviceJson, ReadsMlosdsAdvice) {
