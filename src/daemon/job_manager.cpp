@@ -1118,7 +1118,11 @@ json JobManager::status(uint64_t after, size_t limit) const {
   json jobs = json::array();
   // One page of jobs, by id after the cursor: only these are sampled (their
   // cgroup files read), so a status costs the page, not the registry.
+  // It also ends before the jobs' text passes kStatusPageBytes (what their
+  // policies published can make a job several KiB), so that a page fits one
+  // reply frame whatever the limit; a page holds at least one job.
   auto it = jobs_.upper_bound(after);
+  size_t page_bytes = 0;
   for (; it != jobs_.end() && jobs.size() < limit; ++it) {
     const uint64_t id = it->first;
     const Live& j = it->second;
@@ -1160,6 +1164,9 @@ json JobManager::status(uint64_t after, size_t limit) const {
     job["cpu_seconds"] = s.cpu_seconds ? json(*s.cpu_seconds) : json(nullptr);
     job["memory_used_bytes"] = s.memory_bytes ? json(*s.memory_bytes) : json(nullptr);
     job["memory_stall_seconds"] = s.memory_stall_seconds ? json(*s.memory_stall_seconds) : json(nullptr);
+    const size_t bytes = job.dump(-1, ' ', false, json::error_handler_t::replace).size();
+    if (!jobs.empty() && page_bytes + bytes > kStatusPageBytes) break;
+    page_bytes += bytes;
     jobs.push_back(std::move(job));
   }
   const bool more = it != jobs_.end();

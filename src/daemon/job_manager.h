@@ -238,8 +238,10 @@ class JobManager {
   Status write_snapshot();
 
   // Node figures and one page of jobs, by id, after job id `after` (0: from
-  // the first), at most `limit` of them; "next_after" is the cursor for the
+  // the first), at most `limit` of them and at most kStatusPageBytes of
+  // their JSON text (at least one job); "next_after" is the cursor for the
   // next page (null after the last), "total_jobs" the count.
+  static constexpr size_t kStatusPageBytes = 512 * 1024;  // a reply frame holds 1 MiB
   nlohmann::json status(uint64_t after = 0, size_t limit = SIZE_MAX) const;
   // What each uid holds in jobs (connections are the server's to count).
   const std::map<uint32_t, UserHoldings>& holdings() const { return holdings_; }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "daemon/job_manager.h"
 #include "daemon/registry_store.h"
@@ -213,6 +214,29 @@ TEST_F(JobManagerPolicyTest, JobPolicyActionsAreCheckedAndShownInTheJobsStatus) 
   EXPECT_EQ(status_of(job)["policy_report"], shown);
   callbacks_.reset("auto", job);
   EXPECT_EQ(status_of(job)["policy_report"], nullptr) << "its report and placement go with it";
+}
+
+// What policies publish makes a job several KiB in the status reply: a
+// page ends before its jobs pass kStatusPageBytes (one reply frame holds
+// 1 MiB), and following next_after still lists every job once.
+TEST_F(JobManagerPolicyTest, AStatusPageFitsOneReplyFrameWhateverItsJobsPublished) {
+  constexpr size_t kJobs = 200;
+  Action big{0, ActionKind::kReport};
+  big.payload = json{{"blob", std::string(4000, 'x')}}.dump();
+  for (size_t i = 0; i < kJobs; ++i) {
+    big.job = grant(1);
+    ASSERT_TRUE(callbacks_.apply("auto", big).ok());
+  }
+  json page = manager_->status();
+  ASSERT_LT(page["jobs"].size(), kJobs) << "200 jobs of 4 KiB do not fit one page";
+  EXPECT_LE(page["jobs"].dump().size(), JobManager::kStatusPageBytes);
+  std::set<uint64_t> seen;
+  for (;;) {
+    for (const json& j : page["jobs"]) EXPECT_TRUE(seen.insert(j["job"].get<uint64_t>()).second);
+    if (page["next_after"].is_null()) break;
+    page = manager_->status(page["next_after"].get<uint64_t>());
+  }
+  EXPECT_EQ(seen.size(), kJobs);
 }
 
 TEST_F(JobManagerPolicyTest, ARequestWithAPolicyThatCannotAttachGrantsNothing) {
