@@ -13,13 +13,20 @@ every set once, in a random order).
 
 Policy sets: "none" (MLOS_DEFAULT_POLICIES="": no policy at all),
 "defaults" (thread-governor), "prefetch", "exclusive" (--exclusive) and
-"auto" (classifies and acts)."""
+"auto" (classifies and acts).
+
+Every run gets an empty MLOS_TUNE_DIR, so `mlos run` starts it with its
+default allocator (docs/tuning.md). With one shared store, the tuner's
+trials of other allocators (keyed by the command after `--`, the same for
+every policy set) fell on whichever set ran next, up to 1.3x slower, and
+were read as the policy set's effect."""
 import argparse
 import json
 import os
 import random
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -88,7 +95,8 @@ def main():
                 prefix = [a.cli, "run", "--cpus", str(a.cpus), *flags, "--", *launcher]
                 job = Job(role, workload, args, prefix)
                 try:
-                    out = run_together([job], dict(os.environ, **env), neighbour=neighbour)
+                    with tempfile.TemporaryDirectory(prefix="mlos-auto-tune-") as tune:
+                        out = run_together([job], dict(os.environ, **env, MLOS_TUNE_DIR=tune), neighbour=neighbour)
                     value = out[role][metric]
                 except Failed as e:
                     print(f"end_effect: {name} {s}: {e}", file=sys.stderr)
