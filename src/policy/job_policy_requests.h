@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // What a job's policies ask for beyond its resources (docs/policies.md,
-// "Job policies"): other policies attached or released for the job, a
-// recommended placement, and published reports. Shared by the embedded
-// engine and mlosd, which differ only in where the job's books live and
-// whether reports go to a file.
+// "Managing a job's policies" and "Job reports"): other policies attached
+// or released for the job, a recommended placement, and published
+// reports. Shared by the embedded engine and mlosd, which differ only in
+// where the job's books live and whether reports go to a file.
 //
 // Requests and releases are not carried out inside PolicyHosts' apply
 // callback (attaching from there would re-enter PolicyHosts): take() queues
