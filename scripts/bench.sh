@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The benchmark suite in one command: install, build, install the Python
 # package, then run bench/suite/run.py (arguments passed on, e.g. --quick,
-# --out DIR). The full suite takes about 15 minutes on 2 cores; run it on an
+# --out DIR). The full suite takes about 13.5 minutes on 2 cores; run it on an
 # otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."

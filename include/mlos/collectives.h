@@ -2,12 +2,25 @@
 /* mlOS collectives: a rendezvous store supplied by the caller.
  *
  * mlos_training_barrier and mlos_training_allreduce find their peers through
- * a key-value store. By default it is named by MLOS_STORE (a shared
- * directory or a Redis server, see docs/collectives.md). A program that
- * already has a store, e.g. the TCPStore that torchrun serves at
- * MASTER_ADDR:MASTER_PORT reached through torch.distributed, hands it to the
- * library with mlos_training_set_collective_store; the Python
- * MLOSProcessGroup does exactly that. */
+ * a key-value store. By default it is named by MLOS_STORE: "file:/dir" (a
+ * shared directory), "redis://host:port" (a Redis server) or
+ * "tcp://host:port" (a TCPStore, torch's protocol). Without MLOS_STORE the
+ * library uses a TCPStore at MASTER_ADDR:MASTER_PORT, as torchrun sets them
+ * (docs/collectives.md).
+ *
+ * With a TCPStore, the call that creates the group on rank 0 (its first
+ * collective call) may open a listening socket: when the host is an address
+ * of rank 0's machine, no TCPStore answers at host:port and torchrun's agent
+ * does not serve it (TORCHELASTIC_USE_AGENT_STORE), rank 0 starts a TCPStore
+ * server on that port, listening on every address of the machine, with no
+ * authentication, until the process exits. To avoid it, name a store:
+ * MLOS_STORE=file:... or redis://..., a tcp:// store that already runs, or
+ * one handed over with mlos_training_set_collective_store below.
+ *
+ * A program that already has a store, e.g. the TCPStore that torchrun
+ * serves at MASTER_ADDR:MASTER_PORT reached through torch.distributed,
+ * hands it to the library with mlos_training_set_collective_store; the
+ * Python MLOSProcessGroup does exactly that. */
 #ifndef MLOS_COLLECTIVES_H_
 #define MLOS_COLLECTIVES_H_
 

@@ -249,13 +249,32 @@ MLOS_API int mlos_training_register_memory_callback(
 MLOS_API void* mlos_training_alloc_checkpoint_buffer(
     mlos_training_resources_t* resources, size_t size);
 
+/* Flags of mlos_training_alloc_checkpoint_buffer_ex. */
+#define MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED 1u
+
+/* mlos_training_alloc_checkpoint_buffer with flags (extension). With
+ * MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED, when the kernel refuses to lock
+ * the buffer (LOCK_LIMIT: a user's RLIMIT_MEMLOCK, 8 MiB on Debian, without
+ * CAP_IPC_LOCK) it is an ordinary prefaulted buffer instead, counted
+ * against memory_bytes the same way; *locked (if not NULL) says which the
+ * caller got. flags 0 is mlos_training_alloc_checkpoint_buffer. Errors: as
+ * that call, plus INVALID_ARGUMENT (unknown flags). */
+MLOS_API void* mlos_training_alloc_checkpoint_buffer_ex(
+    mlos_training_resources_t* resources, size_t size, unsigned flags, bool* locked);
+
 /* Waits until all `world_size` ranks arrive (Gloo; see docs/collectives.md).
  * The handle's first collective call joins its group: rendezvous through
- * the store in MLOS_STORE ("file:/shared/dir" or "redis://host:port"),
- * within MLOS_COLLECTIVE_TIMEOUT_MS (default 30000), as does every later
- * operation. Errors: INVALID_HANDLE, INVALID_ARGUMENT (not 0 <= rank <
- * world_size, values differing from the handle's live group, no or a
- * malformed MLOS_STORE), TIMEOUT (a peer never arrived), PEER_LOST (a peer
+ * the store in MLOS_STORE ("file:/shared/dir", "redis://host:port" or
+ * "tcp://host:port", torch's TCPStore), else the TCPStore at MASTER_ADDR
+ * and MASTER_PORT as torchrun sets them, within MLOS_COLLECTIVE_TIMEOUT_MS
+ * (default 30000), as does every later operation. With a TCPStore that no
+ * launcher serves (tcp:// or MASTER_ADDR without torchrun's agent), rank
+ * 0's first call starts a TCPStore server in this process, listening on
+ * every address of the machine at that port until the process exits
+ * (docs/collectives.md, "Limits"); name a file: or redis:// store to keep
+ * it from listening. Errors: INVALID_HANDLE, INVALID_ARGUMENT (not 0 <= rank <
+ * world_size, values differing from the handle's live group, no store
+ * named, a malformed MLOS_STORE), TIMEOUT (a peer never arrived), PEER_LOST (a peer
  * died or broke the connection). After TIMEOUT or PEER_LOST the group is
  * unusable; the next call creates a new one (every rank must do the same). */
 MLOS_API int mlos_training_barrier(mlos_training_resources_t* resources,
@@ -533,10 +552,11 @@ MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);
 /* Policy modules                                                      */
 /* ------------------------------------------------------------------ */
 
-/* A job may ask mlosd for policy modules by name (see docs/api.md, "Policy
- * modules"): shared objects in mlosd's policy directory, each run in its
- * own confined host process, that advise the job (e.g. a thread count) and
- * steer its cgroup within what it was granted. A policy that crashes or
+/* A job may ask for policy modules by name (see docs/api.md, "Policy
+ * modules"): shared objects in the policy directory (mlosd's, or in
+ * embedded mode the one beside libmlos), each run in its own confined
+ * host process, that advise the job (e.g. a thread count) and, under
+ * mlosd, steer its cgroup within what it was granted. A policy that crashes or
  * hangs costs the policy, never the job: the job then runs on mlOS's
  * built-in defaults for what that policy decided.
  *
@@ -544,7 +564,7 @@ MLOS_API const char* mlos_training_phase_name(mlos_training_phase_t phase);
  * with no mlosd answering) libmlos does, with a policy host it finds next
  * to itself (docs/policies.md, "Embedded mode"); without one these calls
  * return MLOS_ERR_UNSUPPORTED once their arguments are checked, saying
- * where it looked. */
+ * where it looked ("no policy host found" below). */
 
 /* What a job's policies advise it now. Versioned: the caller sets
  * struct_size; the library fills the fields within it. */
@@ -564,26 +584,26 @@ typedef struct mlos_training_advice {
  * (release it first). Errors: INVALID_HANDLE, INVALID_ARGUMENT (name NULL,
  * empty or not UTF-8; config_json not a JSON object; the policy refused
  * the config: the message names the key), NOT_FOUND (no such
- * policy: the message names mlosd's policy directory), VERSION_MISMATCH
+ * policy: the message names the policy directory), VERSION_MISMATCH
  * (the policy was built for another policy ABI), POLICY_FAILED (the policy
- * crashed or hung, now or recently), PERMISSION, UNSUPPORTED (embedded
- * mode), DAEMON_UNAVAILABLE. */
+ * crashed or hung, now or recently), PERMISSION, UNSUPPORTED (no policy
+ * host found), DAEMON_UNAVAILABLE. */
 MLOS_API int mlos_training_request_policy(mlos_training_resources_t* resources, const char* name,
                                           const char* config_json);
 
 /* Detaches policy `name` from the job; what it set is taken back (the
  * built-in defaults apply again). Errors: INVALID_HANDLE, INVALID_ARGUMENT
  * (name NULL, empty or not UTF-8), NOT_FOUND (the job does not use it),
- * UNSUPPORTED (embedded mode), DAEMON_UNAVAILABLE. */
+ * UNSUPPORTED (no policy host found), DAEMON_UNAVAILABLE. */
 MLOS_API int mlos_training_release_policy(mlos_training_resources_t* resources, const char* name);
 
 /* Fills `advice` up to advice->struct_size or this library's
  * sizeof(mlos_training_advice_t), whichever is smaller. Cheap enough to
- * poll (one round trip to mlosd): a thread pool can be resized to
- * `threads` between steps. Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL),
- * VERSION_MISMATCH (struct_size smaller than the first version, or a reply
- * this library does not understand), UNSUPPORTED (embedded mode),
- * DAEMON_UNAVAILABLE. */
+ * poll (one round trip to mlosd, or none in embedded mode): a thread pool
+ * can be resized to `threads` between steps. Errors: INVALID_HANDLE,
+ * INVALID_ARGUMENT (NULL), VERSION_MISMATCH (struct_size smaller than the
+ * first version, or a reply this library does not understand), UNSUPPORTED
+ * (no policy host found), DAEMON_UNAVAILABLE. */
 MLOS_API int mlos_training_get_advice(mlos_training_resources_t* resources, mlos_training_advice_t* advice);
 
 /* ---- The job's reads, for its policies (docs/prefetch.md) ----

@@ -50,7 +50,12 @@ _mlos() {
     --dir)
       COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
     --source)
-      COMPREPLY=($(compgen -W "auto daemon ledger" -- "$cur")); return 0 ;;
+      if [[ $sub == policy ]]; then
+        COMPREPLY=($(compgen -W "auto daemon embedded" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "auto daemon ledger" -- "$cur"))
+      fi
+      return 0 ;;
     --numa)
       local nodes=""
       for w in /sys/devices/system/node/node[0-9]*; do [[ -e $w ]] && nodes+=" ${w##*/node}"; done
@@ -77,7 +82,8 @@ _mlos() {
     policy)
       case $subsub in
         "") words="list info load unload" ;;
-        list|load|unload) opts="--json --socket -h --help" ;;
+        list) opts="--source --json --socket -h --help" ;;
+        load|unload) opts="--json --socket -h --help" ;;
         info) opts="--dir --policy-host --json --socket -h --help" ;;
       esac ;;
     daemon)

@@ -120,15 +120,16 @@ class Resources:
         check(rc)
         return info
 
-    def alloc_checkpoint_buffer(self, size):
+    def alloc_checkpoint_buffer(self, size, allow_unlocked=False):
         """`size` bytes of memory, prefaulted and locked (VmLck), counted
         against memory_bytes when that is not 0: a LockedBuffer, whose
         .tensor() and .memoryview() use it without a copy. Raises MLOSError:
-        LOCK_LIMIT (RLIMIT_MEMLOCK without CAP_IPC_LOCK; never an unlocked
-        buffer), INSUFFICIENT_MEMORY (over the job's memory_bytes),
+        LOCK_LIMIT (RLIMIT_MEMLOCK without CAP_IPC_LOCK; an unlocked buffer
+        only with allow_unlocked=True, which the buffer's .locked then
+        shows), INSUFFICIENT_MEMORY (over the job's memory_bytes),
         INVALID_ARGUMENT (size 0 or out of range), NO_MEMORY."""
         from .pinned import alloc_checkpoint_buffer
-        return alloc_checkpoint_buffer(self, size)
+        return alloc_checkpoint_buffer(self, size, allow_unlocked)
 
     def register_buffer(self, tensor, kind=None):
         """Registers a CPU tensor's whole storage as a gradient buffer

@@ -213,7 +213,9 @@ class MLOSTrainingContext:
     def advice(self):
         """What the job's policies advise now (Resources.advice): a dict
         with threads, threads_advised, cpu_weight, policies,
-        policies_failed. MLOSError(UNSUPPORTED) in embedded mode."""
+        policies_failed. Served by mlosd, or in embedded mode by the policy
+        host processes libmlos starts itself (one per policy).
+        MLOSError(UNSUPPORTED) only when no policy host is found."""
         return self.resources.advice
 
     def phase_profile(self):

@@ -9,12 +9,23 @@
 Where the ranks meet, in this order:
   1. `store=`: any object with torch.distributed.Store's set/get/wait
      (a TCPStore, FileStore, PrefixStore...);
-  2. MLOS_STORE in the environment (file:/dir or redis://host:port), read
-     by the library;
+  2. MLOS_STORE in the environment (file:/dir, redis://host:port, or
+     tcp://host:port for a TCPStore in torch's protocol), read by the
+     library;
   3. the default torch.distributed process group's store, when
      torch.distributed is initialised;
-  4. MASTER_ADDR/MASTER_PORT (torchrun, Slurm scripts): a TCPStore client
-     there (rank 0 serves it unless torchrun's agent already does).
+  4. MASTER_ADDR/MASTER_PORT (torchrun, Slurm scripts): a TCPStore there
+     (torch's; the library's own client when torch is absent).
+Constructing the group on rank 0 can open a listening socket, on every
+address of the machine at the store's port, with no authentication:
+  - in 4, rank 0 creates torch's TCPStore(..., is_master=True) unless
+    torchrun's agent serves the store (TORCHELASTIC_USE_AGENT_STORE);
+  - with MLOS_STORE=tcp://, or in 4 without torch, the library starts its
+    own server, kept until the process exits, when the host is an address
+    of this machine, no store answers there yet and the agent does not
+    serve it.
+To avoid it, pass `store=` or set MLOS_STORE to a file: or redis:// store
+(docs/collectives.md).
 Keys go under `group_name` (default "mlos"), so this group can share a
 store with torch's own groups.
 

@@ -26,10 +26,11 @@ BUFFER_GRADIENT = _core.BUFFER_GRADIENT
 class LockedBuffer:
     """A checkpoint buffer of an allocation (Resources.alloc_checkpoint_buffer)."""
 
-    __slots__ = ("_res", "_mem", "size", "address")
+    __slots__ = ("_res", "_mem", "size", "address", "locked")
 
-    def __init__(self, res, address, size):
+    def __init__(self, res, address, size, locked=True):
         self._res, self.size, self.address = res, size, address
+        self.locked = locked  # False: an unlocked fallback (alloc_checkpoint_buffer(allow_unlocked=True))
         self._mem = _core.LockedMemory(address, size)
 
     @property
@@ -84,15 +85,17 @@ class LockedBuffer:
 
     def __repr__(self):
         state = "freed" if self._mem is None else f"{self.size} bytes at {self.address:#x}"
+        if self._mem is not None and not self.locked:
+            state += ", not locked"
         return f"<LockedBuffer {state}>"
 
 
-def alloc_checkpoint_buffer(res, size):
+def alloc_checkpoint_buffer(res, size, allow_unlocked=False):
     """See Resources.alloc_checkpoint_buffer."""
     size = c_integer("size", size, 0, _core.SIZE_MAX)
-    rc, address = _core.alloc_checkpoint_buffer(res.handle, size)
+    rc, address, locked = _core.alloc_checkpoint_buffer(res.handle, size, bool(allow_unlocked))
     check(rc)
-    buf = LockedBuffer(res, address, size)
+    buf = LockedBuffer(res, address, size, locked)
     res._buffers.add(buf)
     return buf
 

@@ -4,6 +4,7 @@
 #include "locked_memory.h"
 
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -95,11 +96,19 @@ void bind_locked_memory(nb::module_& m) {
       .def_prop_ro("adopted", [](const LockedMemory& l) { return l.owned_bytes != 0; })
       .def("adopt", &adopt);
 
-  // (rc, address): rc is MLOS_OK or mlos_last_error() (the C call returns NULL).
-  m.def("alloc_checkpoint_buffer", [](uintptr_t h, size_t size) {
-    void* p = mlos_training_alloc_checkpoint_buffer(handle(h), size);
-    return std::pair<int, uintptr_t>(p ? MLOS_OK : mlos_last_error(), reinterpret_cast<uintptr_t>(p));
-  });
+  // rc is MLOS_OK or mlos_last_error() (the C call returns NULL).
+  // (rc, address, locked): with allow_unlocked, an ordinary buffer when the
+  // kernel refuses the lock (MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED).
+  m.def(
+      "alloc_checkpoint_buffer",
+      [](uintptr_t h, size_t size, bool allow_unlocked) {
+        bool locked = false;
+        void* p = mlos_training_alloc_checkpoint_buffer_ex(
+            handle(h), size, allow_unlocked ? MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED : 0u, &locked);
+        return std::tuple<int, uintptr_t, bool>(p ? MLOS_OK : mlos_last_error(), reinterpret_cast<uintptr_t>(p),
+                                                p != nullptr && locked);
+      },
+      nb::arg("handle"), nb::arg("size"), nb::arg("allow_unlocked") = false);
   m.def("free_checkpoint_buffer", [](uintptr_t h, uintptr_t addr) {
     return mlos_training_free_checkpoint_buffer(handle(h), reinterpret_cast<void*>(addr));
   });

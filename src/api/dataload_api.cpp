@@ -13,11 +13,10 @@
 #include "api/handle_table.h"
 #include "dataload/batch_layout.h"
 #include "dataload/loader_client.h"
-#include "engine/helper_binary.h"
 #include "mlos/dataload.h"
 #include "mlos/tmm.h"
 #include "os/process_self.h"
-#include "policy/install_defaults.h"
+#include "os/install_location.h"
 #include "tmm/size_classes.h"
 
 namespace mlos::api {
@@ -128,7 +127,7 @@ int mlos_dataload_start(mlos_training_resources_t* resources, const mlos_dataloa
     if (Status s = check_options(o); !s) return fail(s.error());
     auto layout = dataload::batch_layout(o.batch_size, o.image_size, o.layout);
     if (!layout) return fail(layout.error());
-    auto helper = find_helper_binary("mlos-dataload", "MLOS_DATALOAD_HELPER", policy::installed_dataload_helper());
+    auto helper = os::locate_install_part(InstallPart::kDataloadHelper, "MLOS_DATALOAD_HELPER");
     if (!helper) return fail(helper.error());
 
     const std::vector<int> cpus = job ? job->placement().cpus : process_cpus();

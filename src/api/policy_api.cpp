@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The policy-module entry points of include/mlos/training.h: arguments are
 // checked here, before anything is sent; the job forwards the call to its
-// engine (mlosd, or the embedded engine's UNSUPPORTED).
+// engine (mlosd, or in embedded mode the policy hosts libmlos starts;
+// UNSUPPORTED only when no policy host is found).
 #include <cstddef>
 #include <string>
 #include <string_view>

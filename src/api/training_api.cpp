@@ -225,13 +225,24 @@ int mlos_training_get_memory_pressure(mlos_training_resources_t* resources, mlos
 }
 
 void* mlos_training_alloc_checkpoint_buffer(mlos_training_resources_t* resources, size_t size) {
+  return mlos_training_alloc_checkpoint_buffer_ex(resources, size, 0, nullptr);
+}
+
+void* mlos_training_alloc_checkpoint_buffer_ex(mlos_training_resources_t* resources, size_t size, unsigned flags,
+                                               bool* locked) {
   void* out = nullptr;
   guarded([&] {
+    if ((flags & ~MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED) != 0) {
+      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown checkpoint buffer flags " +
+                                                                    std::to_string(flags)));
+    }
     auto job = find_job(resources);
     if (!job) return mlos_last_error();
-    auto p = job->alloc_checkpoint_buffer(size);
+    bool is_locked = true;
+    auto p = job->alloc_checkpoint_buffer(size, (flags & MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED) != 0, &is_locked);
     if (!p) return record_error(p.error());
     out = *p;
+    if (locked != nullptr) *locked = is_locked;
     return static_cast<int>(MLOS_OK);
   });
   return out;

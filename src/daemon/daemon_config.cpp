@@ -171,6 +171,12 @@ std::vector<std::string> DaemonConfig::warnings() const {
                   ") is not below max_clients (" + std::to_string(max_clients) +
                   "): only root can connect to mlosd");
   }
+  // A sibling of mlosd's binary that failed the trust test, while the
+  // default it would have replaced is in use.
+  const DaemonPolicyPaths& defaults = daemon_policy_paths();
+  if (policies.dir == defaults.dir && policies.host == defaults.host) {
+    for (const std::string& note : defaults.notes) out.push_back(note);
+  }
   return out;
 }
 

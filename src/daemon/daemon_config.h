@@ -88,7 +88,10 @@ struct DaemonConfig {
   nlohmann::json to_json() const;
   // What a valid config does that its writer may not mean, one sentence
   // each: quotas.root_reserved_connections not below max_clients (only
-  // root can connect). Valid all the same (a root-only mlosd is a choice).
+  // root can connect); a policy host or directory beside mlosd's binary
+  // that failed the trust test while the defaults are in use
+  // (daemon_policy_paths()). Valid all the same (a root-only mlosd is a
+  // choice; the configured prefix's paths serve).
   std::vector<std::string> warnings() const;
 };
 

@@ -4,8 +4,7 @@
 #include <stdexcept>
 
 #include "core/json_fields.h"
-#include "policy/install_defaults.h"
-
+#include "os/install_location.h"
 
 namespace mlos::daemon {
 
@@ -22,8 +21,20 @@ std::string absolute_path(const json& v, const std::string& key) {
 
 }  // namespace
 
-DaemonPolicyConfig::DaemonPolicyConfig()
-    : dir(policy::installed_policy_dir()), host(policy::installed_policy_host()) {}
+const DaemonPolicyPaths& daemon_policy_paths() {
+  static const DaemonPolicyPaths paths = [] {
+    DaemonPolicyPaths p;
+    std::string note;
+    p.dir = os::locate_trusted_install_part(InstallPart::kPolicyDir, &note);
+    if (!note.empty()) p.notes.push_back(note);
+    p.host = os::locate_trusted_install_part(InstallPart::kPolicyHost, &note);
+    if (!note.empty()) p.notes.push_back(note);
+    return p;
+  }();
+  return paths;
+}
+
+DaemonPolicyConfig::DaemonPolicyConfig() : dir(daemon_policy_paths().dir), host(daemon_policy_paths().host) {}
 
 Status DaemonPolicyConfig::merge(const json& c) {
   if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "policies must be an object");

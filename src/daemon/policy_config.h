@@ -4,7 +4,7 @@
 //   "policies": {
 //     "enabled": true,
 //     "dir": "<libdir>/mlos/policies",      only root-owned, not group/other-writable files load
-//     "host": "<libexecdir>/mlos/mlos-policyhost",
+//     "host": "<libexecdir>/mlos/mlos-policyhost",   (defaults: daemon_policy_paths())
 //     "defaults": ["phase-weights", "thread-governor"],   attached to every job
 //     "config": {"<policy>": {...}},        node-wide config given to the policy's init
 //     "tick_interval_ms": {"<policy>": N},  overrides the policy's own tick interval (10..3600000)
@@ -27,9 +27,20 @@
 
 namespace mlos::daemon {
 
+// The defaults of "dir" and "host": beside mlosd's own binary, whatever the
+// prefix, when the file there passes the trust test (owned by root, it and
+// every directory above it writable by neither group nor others:
+// os/trusted_path.h); else the configured prefix's. Found once per
+// process; `notes` names each file passed over and why (mlosd logs them).
+struct DaemonPolicyPaths {
+  std::string dir, host;
+  std::vector<std::string> notes;
+};
+const DaemonPolicyPaths& daemon_policy_paths();
+
 struct DaemonPolicyConfig {
   bool enabled = true;
-  std::string dir;    // default: the install's, see policy_config.cpp
+  std::string dir;    // default: daemon_policy_paths()
   std::string host;
   std::vector<std::string> defaults{"phase-weights", "thread-governor"};
   nlohmann::json config = nlohmann::json::object();

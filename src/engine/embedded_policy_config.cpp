@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/embedded_policy_config.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
 
 #include "core/comma_list.h"
-#include "engine/helper_binary.h"
-#include "policy/install_defaults.h"
+#include "os/install_location.h"
 
 namespace mlos {
 
@@ -19,36 +15,25 @@ const char* env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-bool directory(const std::string& path) {
-  struct stat st{};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}  // namespace
+
+std::string embedded_policy_dir() {
+  if (auto dir = os::locate_install_part(InstallPart::kPolicyDir, "MLOS_POLICY_DIR")) return *dir;
+  if (const char* given = env("MLOS_POLICY_DIR")) return given;
+  return os::configured_install_part_path(InstallPart::kPolicyDir);
 }
 
-
-}  // namespace
+std::vector<std::string> embedded_default_policies() {
+  if (const char* d = std::getenv("MLOS_DEFAULT_POLICIES")) return split_comma_list(d);
+  return {"thread-governor"};
+}
 
 Result<EmbeddedPolicyConfig> embedded_policy_config() {
   EmbeddedPolicyConfig c;
-  const std::string lib = library_dir();
-  std::vector<std::string> dirs;
-  if (const char* d = env("MLOS_POLICY_DIR")) {
-    dirs = {d};
-  } else {
-    if (!lib.empty()) dirs = {lib + "/mlos/policies", lib + "/../policies"};
-    dirs.push_back(policy::installed_policy_dir());
-  }
-  auto host = find_helper_binary("mlos-policyhost", "MLOS_POLICY_HOST", policy::installed_policy_host());
-  if (!host) {
-    return make_error(MLOS_ERR_UNSUPPORTED, "no policy host: " + host.error().message + ", or run under mlosd");
-  }
+  auto host = os::locate_install_part(InstallPart::kPolicyHost, "MLOS_POLICY_HOST");
+  if (!host) return make_error(MLOS_ERR_UNSUPPORTED, "no policy host: " + host.error().message + ", or run under mlosd");
   c.host_binary = *host;
-  c.policy_dir = dirs.back();
-  for (const auto& d : dirs) {
-    if (directory(d)) {
-      c.policy_dir = resolved_path(d);
-      break;
-    }
-  }
+  c.policy_dir = embedded_policy_dir();
   if (const char* every = env("MLOS_JOB_POLICIES")) {
     c.every_job = nlohmann::json::parse(every, nullptr, /*allow_exceptions=*/false);
     bool valid = c.every_job.is_object();
@@ -60,11 +45,7 @@ Result<EmbeddedPolicyConfig> embedded_policy_config() {
                                                                "configs, e.g. {\"example\": {\"threads\": 1}}: ") + every);
     }
   }
-  if (const char* d = std::getenv("MLOS_DEFAULT_POLICIES")) {
-    c.defaults = split_comma_list(d);
-  } else {
-    c.defaults = {"thread-governor"};
-  }
+  c.defaults = embedded_default_policies();
   return c;
 }
 

@@ -21,17 +21,22 @@ struct EmbeddedPolicyConfig {
   nlohmann::json every_job = nlohmann::json::object();
 };
 
-// The first of, for the host and for the directory separately:
-//  1. $MLOS_POLICY_HOST, $MLOS_POLICY_DIR;
-//  2. next to the libmlos in use (L: its directory): L/mlos/mlos-policyhost
-//     and L/mlos/policies (the Python wheel), L/../libexec/mlos/
-//     mlos-policyhost (an installed prefix), L/../bin/mlos-policyhost and
-//     L/../policies (the build tree);
-//  3. the install prefix's (policy/install_defaults.h).
-// A host must be an executable file; a directory must exist (a missing
-// one is an empty catalog). Defaults: $MLOS_DEFAULT_POLICIES, a comma-
-// separated list ("" for none), else "thread-governor". Every job's:
-// $MLOS_JOB_POLICIES, a JSON object of configs.
+// The policy directory of an embedded job: $MLOS_POLICY_DIR when set;
+// else beside the binary that holds libmlos's code (an installed prefix's
+// lib/mlos/policies, the Python package's mlos_training/mlos/policies, a
+// build tree's policies/), then the configured prefix's
+// (os/install_location.h). A directory that does not exist is still
+// returned: an empty catalog, named in errors.
+std::string embedded_policy_dir();
+
+// The policies every embedded job gets: $MLOS_DEFAULT_POLICIES, a comma-
+// separated list ("" for none), else "thread-governor".
+std::vector<std::string> embedded_default_policies();
+
+// The host (os::locate_install_part: $MLOS_POLICY_HOST, beside libmlos's
+// binary, the configured prefix's; an executable file), embedded_policy_dir(),
+// embedded_default_policies(), and every job's: $MLOS_JOB_POLICIES, a JSON
+// object of configs.
 // UNSUPPORTED, naming every place looked at, when no host is found;
 // INVALID_ARGUMENT when $MLOS_JOB_POLICIES is not a JSON object of objects.
 // (EmbeddedPolicies::for_this_process keeps the first result that finds a

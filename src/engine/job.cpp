@@ -283,7 +283,7 @@ Status Job::set_phase(mlos_training_phase_t phase) {
   return Status::Ok();
 }
 
-Result<void*> Job::alloc_checkpoint_buffer(size_t size) {
+Result<void*> Job::alloc_checkpoint_buffer(size_t size, bool allow_unlocked, bool* locked) {
   if (size == 0) return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer size must be > 0");
   std::lock_guard lock(mu_);
   if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
@@ -291,7 +291,13 @@ Result<void*> Job::alloc_checkpoint_buffer(size_t size) {
   if (bytes < size) return make_error(MLOS_ERR_INVALID_ARGUMENT, "checkpoint buffer size overflows");
   if (Status b = within_budget(bytes, "checkpoint buffers"); !b) return b.error();
   auto p = kernel_.map_locked(bytes);
+  bool is_locked = true;
+  if (!p && p.error().code == MLOS_ERR_LOCK_LIMIT && allow_unlocked) {
+    p = kernel_.map_prefaulted(bytes);
+    is_locked = false;
+  }
   if (!p) return p.error();
+  if (locked != nullptr) *locked = is_locked;
   checkpoint_buffers_[*p] = bytes;
   checkpoint_bytes_ += bytes;
   return *p;

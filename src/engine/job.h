@@ -61,7 +61,10 @@ class Job {
   // can be set (see mlos_training_bind_thread).
   Status bind_thread(pid_t tid, bool is_calling_thread, int cpu_index);
   Status set_phase(mlos_training_phase_t phase);
-  Result<void*> alloc_checkpoint_buffer(size_t size);
+  // A checkpoint buffer, locked; with `allow_unlocked`, an ordinary
+  // prefaulted one when the kernel refuses the lock (LOCK_LIMIT), counted
+  // against memory_bytes the same way. *locked (if given) says which.
+  Result<void*> alloc_checkpoint_buffer(size_t size, bool allow_unlocked = false, bool* locked = nullptr);
   Status free_checkpoint_buffer(void* buffer);
   // While a checkpoint buffer is pinned (an asynchronous checkpoint save is
   // reading it), freeing it is refused and release() waits for the unpin

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Job's policy calls: forwarded to its broker for its claim (mlosd in
-// daemon mode; the embedded engine refuses them, see ClaimBroker).
+// daemon mode; in embedded mode the policy hosts libmlos starts, see
+// LedgerClaimBroker and EmbeddedPolicies; UNSUPPORTED only when no policy
+// host is found).
 #include "engine/job.h"
 
 #include "engine/read_log.h"

@@ -57,6 +57,9 @@ class Kernel {
   // Anonymous private mapping, prefaulted and locked (MAP_POPULATE + mlock).
   // On a lock failure the mapping is undone and LOCK_LIMIT returned.
   virtual Result<void*> map_locked(size_t bytes) = 0;
+  // The same, prefaulted but not locked (what a caller falls back to when
+  // it may do without the lock).
+  virtual Result<void*> map_prefaulted(size_t bytes) = 0;
   virtual Status unmap(void* addr, size_t bytes) = 0;
   virtual Status lock(void* addr, size_t bytes) = 0;
   virtual Status unlock(void* addr, size_t bytes) = 0;

@@ -155,12 +155,19 @@ class LinuxKernel final : public Kernel {
     return Status::Ok();
   }
 
-  Result<void*> map_locked(size_t bytes) override {
+  Result<void*> map_prefaulted(size_t bytes) override {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
       int err = errno;
       return make_sys_error(err, "mmap of " + std::to_string(bytes) + " bytes", MLOS_ERR_NO_MEMORY);
     }
+    return p;
+  }
+
+  Result<void*> map_locked(size_t bytes) override {
+    auto mapped = map_prefaulted(bytes);
+    if (!mapped) return mapped;
+    void* p = *mapped;
     Status locked = lock(p, bytes);
     if (!locked) {
       munmap(p, bytes);

@@ -228,6 +228,39 @@ std::vector<ProcessId> lineage(int pid, const std::string& proc_root) {
   return out;
 }
 
+std::optional<std::string> parse_maps_file_at(std::string_view maps_text, uintptr_t address) {
+  // "start-end perms offset dev inode   path": five fields, then spaces,
+  // then the path (which may itself hold spaces) to the end of the line.
+  while (!maps_text.empty()) {
+    const size_t eol = maps_text.find('\n');
+    std::string_view line = maps_text.substr(0, eol);
+    maps_text = eol == std::string_view::npos ? std::string_view() : maps_text.substr(eol + 1);
+    uintptr_t start = 0, end = 0;
+    const char* const first = line.data();
+    const char* const last = line.data() + line.size();
+    auto [after_start, ec1] = std::from_chars(first, last, start, 16);
+    if (ec1 != std::errc() || after_start == last || *after_start != '-') continue;
+    auto [after_end, ec2] = std::from_chars(after_start + 1, last, end, 16);
+    if (ec2 != std::errc() || address < start || address >= end) continue;
+    std::string_view rest(after_end, static_cast<size_t>(last - after_end));
+    for (int field = 0; field < 4; ++field) {  // perms, offset, dev, inode
+      const size_t begin = rest.find_first_not_of(' ');
+      if (begin == std::string_view::npos) return std::nullopt;
+      rest.remove_prefix(begin);
+      const size_t space = rest.find(' ');
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space);
+    }
+    const size_t begin = rest.find_first_not_of(' ');
+    if (begin == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(begin);
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (rest.empty() || rest[0] != '/') return std::nullopt;
+    if (rest.size() >= kDeleted.size() && rest.substr(rest.size() - kDeleted.size()) == kDeleted) return std::nullopt;
+    return std::string(rest);
+  }
+  return std::nullopt;
+}
+
 std::string current_boot_id(const std::string& proc_root) {
   auto text = read_file(proc_root + "/sys/kernel/random/boot_id");
   if (!text) return "";

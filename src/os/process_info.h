@@ -78,6 +78,12 @@ Result<ProcessUids> parse_status_uids(std::string_view status_text);
 // `pid` followed by its ancestors up to (excluding) pid 0.
 std::vector<ProcessId> lineage(int pid, const std::string& proc_root = "/proc");
 
+// The file mapped at `address` in /proc/<pid>/maps text: the path the
+// kernel shows for the mapping that holds it (absolute, symlinks resolved;
+// "\012" for a newline in a name, as the kernel escapes it). nullopt if no
+// mapping holds it, or it maps no file ([heap], anonymous, " (deleted)").
+std::optional<std::string> parse_maps_file_at(std::string_view maps_text, uintptr_t address);
+
 // The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
 std::string current_boot_id(const std::string& proc_root = "/proc");
 

@@ -75,6 +75,16 @@ int main(void) {
   EXPECT(mlos_training_set_phase(res, (mlos_training_phase_t)MLOS_TRAINING_PHASE_COUNT) == MLOS_ERR_INVALID_ARGUMENT);
   EXPECT(strcmp(mlos_training_phase_name((mlos_training_phase_t)99), "UNKNOWN") == 0);
   {
+    /* The flagged checkpoint buffer: unknown flags refused; a lock that
+     * works (or not, without CAP_IPC_LOCK past RLIMIT_MEMLOCK) is reported. */
+    bool locked = false;
+    EXPECT(mlos_training_alloc_checkpoint_buffer_ex(res, 4096, 0x80u, &locked) == NULL &&
+           mlos_last_error() == MLOS_ERR_INVALID_ARGUMENT);
+    void* buf = mlos_training_alloc_checkpoint_buffer_ex(res, 4096, MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED, &locked);
+    EXPECT(buf != NULL);
+    EXPECT(mlos_training_free_checkpoint_buffer(res, buf) == MLOS_OK);
+  }
+  {
     static char page[8192];
     float one = 1;
     EXPECT(mlos_training_register_buffer(res, page, sizeof page, (mlos_buffer_kind_t)9) == MLOS_ERR_INVALID_ARGUMENT);

@@ -186,7 +186,7 @@ out["status"] = c.call("status")
 print(json.dumps(out))
 """
     try:
-        r = subprocess.run(["python3", "-c", script], capture_output=True, text=True, timeout=30)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
         import json
         out = json.loads(r.stdout)

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ class FakeKernel final : public mlos::os::Kernel {
   std::map<pid_t, std::string> names;
   size_t thread_scans = 0;
   std::map<void*, size_t> mapped;
+  std::set<void*> unlocked_mappings;  // of mapped: from map_prefaulted
   size_t locked_bytes = 0;
 
   mlos::Result<mlos::CpuSet> affinity(pid_t tid) override {
@@ -90,8 +92,14 @@ class FakeKernel final : public mlos::os::Kernel {
     locked_bytes += bytes;
     return p;
   }
+  mlos::Result<void*> map_prefaulted(size_t bytes) override {
+    void* p = std::malloc(bytes);
+    mapped[p] = bytes;
+    unlocked_mappings.insert(p);
+    return p;
+  }
   mlos::Status unmap(void* addr, size_t bytes) override {
-    locked_bytes -= bytes;
+    if (unlocked_mappings.erase(addr) == 0) locked_bytes -= bytes;
     mapped.erase(addr);
     std::free(addr);
     return {};

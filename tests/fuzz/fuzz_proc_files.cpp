@@ -15,5 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)mlos::os::parse_meminfo_field(text, "MemFree");
   (void)mlos::os::parse_cgroup_path(text, "memory");
   (void)mlos::os::parse_cgroup_path(text, "");
+  auto mapped = mlos::os::parse_maps_file_at(text, size * 4096);
+  if (mapped && (mapped->empty() || (*mapped)[0] != '/')) abort();
   return 0;
 }

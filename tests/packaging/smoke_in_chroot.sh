@@ -28,10 +28,8 @@ if [[ "${1:-}" == --prepare-base ]]; then
 fi
 debs_dir="$(cd "${1:-$repo/build-deb/debs}" 2>/dev/null && pwd)" || ((prepare_only)) ||
   { echo "smoke: no packages directory ${1:-$repo/build-deb/debs} (run scripts/build_debs.sh)" >&2; exit 2; }
-cache_root="${MLOS_CHROOT_CACHE:-/var/cache/mlos/chroot}"
-suite=bookworm
-mirror="${MLOS_CHROOT_MIRROR:-${MLOS_VM_MIRROR:-http://deb.debian.org/debian}}"
-security_mirror="${MLOS_CHROOT_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+# shellcheck source=tests/packaging/lib/chroot_base.sh
+source "$here/lib/chroot_base.sh"
 log_dir="${MLOS_SMOKE_LOG_DIR:-$(dirname "${debs_dir:-$repo/build-deb/debs}")/packaging-smoke}"
 packages=(libmlos0 libmlos-dev mlosd mlos)
 version="$(head -1 "$repo/VERSION")"
@@ -40,8 +38,6 @@ t0=$SECONDS
 log() { echo "smoke [$((SECONDS - t0)) s]: $*" >&2; }
 fail() { echo "smoke: FAILED: $*" >&2; exit 1; }
 
-[[ $EUID -eq 0 ]] || { echo "smoke: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
-command -v debootstrap > /dev/null || { echo "smoke: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
 debs=()
 ((prepare_only)) || for p in "${packages[@]}"; do
   mapfile -t found < <(find "$debs_dir" -maxdepth 1 -name "${p}_*.deb" | sort)
@@ -56,105 +52,32 @@ done
 # and man-db (systemd-analyze checks the unit's man:mlosd(8) with man).
 # A change to this recipe makes a new key, hence a new base.
 base_packages=(gcc libc6-dev pkg-config curl systemd man-db)
-recipe="$(printf '%s\n' "recipe 1" "$suite" minbase "${base_packages[@]}")"
-key="$(printf '%s' "$recipe" | sha256sum | cut -c1-16)"
-base="$cache_root/$key"
-mkdir -p "$cache_root"
-exec 9> "$cache_root/.lock"
-flock 9  # one builder at a time; runs share the finished base read-only
-if [[ -f "$base/complete" ]]; then
-  log "cached base $base ($(cat "$base/complete"))"
-else
-  log "building base $base: debootstrap $suite from $mirror"
-  build_start=$SECONDS
-  work="$(mktemp -d "$cache_root/.build-XXXXXX")"
-  trap 'rm -rf "$work"' EXIT
-  include="$(IFS=,; echo "${base_packages[*]}")"
-  debootstrap --variant=minbase --include="$include" "$suite" "$work/root" "$mirror" > "$work/debootstrap.log" 2>&1 ||
-    { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap failed"; }
-  # The point releases' and security updates too: the packages were built
-  # against an up-to-date Debian 12, and their dependencies resolve there.
-  cat > "$work/root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-deb $mirror $suite-updates main
-deb $security_mirror $suite-security main
-EOF
-  rm -rf "$work/root/var/cache/apt/archives"/*.deb "$work/root/var/lib/apt/lists"/*
-  echo "$(date -u +%FT%TZ), built in $((SECONDS - build_start)) s" > "$work/complete"
-  rm -rf "$base"
-  mv "$work" "$base"
-  trap - EXIT
-  # Older bases (other keys) go, but the one before this. (Keys are 16 hex
-  # digits: archives/ and the runs' folders are not bases.)
-  find "$cache_root" -mindepth 1 -maxdepth 1 -type d -regextype egrep -regex '.*/[0-9a-f]{16}' -printf '%T@ %p\n' |
-    sort -rn | tail -n +3 | cut -d' ' -f2- | xargs -r rm -rf
-  log "built base in $((SECONDS - build_start)) s"
-fi
-flock -u 9
+chroot_base_prepare smoke "${base_packages[@]}"
 ((prepare_only == 0)) || exit 0
 
 # --- This run's root: an overlay over the base --------------------------------
 mkdir -p "$log_dir"
 rm -f "$log_dir"/*.log
-run="$(mktemp -d "$cache_root/.run-XXXXXX")"
-root="$run/root"
-mounts=()     # mount points, unmounted in reverse order at exit
 mlosd_pid=""
-
-# Processes whose root directory is this chroot: only ever ones this test
-# started (mlosd, its policy hosts, a command left by a failed check).
-chroot_pids() {
-  local p
-  for p in /proc/[0-9]*; do
-    [[ "$(readlink "$p/root" 2>/dev/null)" == "$root" ]] && echo "${p#/proc/}"
-  done
-  return 0
-}
-cleanup() {
-  local status=$? pid m i
+stop_mlosd() {
   if [[ -n "$mlosd_pid" ]] && kill -0 "$mlosd_pid" 2>/dev/null; then
     kill -TERM "$mlosd_pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$mlosd_pid" 2>/dev/null || break; sleep 0.1; done
   fi
-  for pid in $(chroot_pids); do kill -KILL "$pid" 2>/dev/null || true; done
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    m="${mounts[i]}"
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "smoke: could not unmount $m" >&2
-  done
-  if ! findmnt -rn -o TARGET | grep -q "^$run"; then
-    rm -rf "$run"
-  else
-    echo "smoke: mounts left under $run; not removing it" >&2
-  fi
-  exit "$status"
 }
-trap cleanup EXIT INT TERM
-mount_in() {  # mount_in TARGET mount-arguments...: mounted, and unmounted at exit
-  local target="$1"; shift
-  mkdir -p "$target"
-  mount "$@" "$target" || return 1
-  mounts+=("$target")
-}
-
-mkdir -p "$run/upper" "$run/work" "$root"
-if mount_in "$root" -t overlay overlay -o "lowerdir=$base/root,upperdir=$run/upper,workdir=$run/work" 2>/dev/null; then
-  log "run root $root (overlay on the base)"
-else
-  log "no overlayfs here: copying the base"
-  cp -a "$base/root/." "$root/"
-fi
-[[ "$root" != / && -x "$root/usr/bin/apt-get" ]] || fail "the chroot at $root is not a Debian root"
-mount_in "$root/proc" -t proc -o nosuid,nodev,noexec proc
+chroot_exit_hooks+=(stop_mlosd)
+chroot_run_root
+chroot_mount "$root/proc" -t proc -o nosuid,nodev,noexec proc
 # A read-only sysfs of its own (topology for hwloc): no cgroup hierarchy is
 # mounted in it, so nothing in the chroot can change this machine's cgroups.
-mount_in "$root/sys" -t sysfs -o ro,nosuid,nodev,noexec sysfs
-mount_in "$root/dev/pts" -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts
-mount_in "$root/dev/shm" -t tmpfs -o nosuid,nodev,mode=1777 tmpfs
-mount_in "$root/run" -t tmpfs -o nosuid,nodev,mode=0755 tmpfs
+chroot_mount "$root/sys" -t sysfs -o ro,nosuid,nodev,noexec sysfs
+chroot_mount "$root/dev/pts" -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts
+chroot_mount "$root/dev/shm" -t tmpfs -o nosuid,nodev,mode=1777 tmpfs
+chroot_mount "$root/run" -t tmpfs -o nosuid,nodev,mode=0755 tmpfs
 # Dependencies downloaded once, kept between runs (apt still resolves them
 # against the mirror's index, fetched anew each run).
 mkdir -p "$cache_root/archives/partial"
-mount_in "$root/var/cache/apt/archives" --bind "$cache_root/archives"
+chroot_mount "$root/var/cache/apt/archives" --bind "$cache_root/archives"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 # No service of any dependency starts in the chroot (policy-rc.d: 101).
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"

@@ -127,27 +127,53 @@ def test_gradients_are_locked_while_autograd_runs_backward():
 
 
 CHILD = textwrap.dedent("""
-    import json, os, resource, sys
+    import json, os, resource, sys, warnings
     import torch
     import mlos_training as m
-    from mlos_training.pytorch import AsyncCheckpointer
+    from mlos_training.pytorch import AsyncCheckpointer, load_checkpoint
+    def vm_lck_kb():
+        with open("/proc/self/status") as f:
+            return int(f.read().split("VmLck:")[1].split()[0])
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (1 << 20, 1 << 20))
+    ckpt = sys.argv[1]
     out = {}
-    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False) as ctx:
-        for name, call in (("buffer", lambda: ctx.resources.alloc_checkpoint_buffer(8 << 20)),
-                           ("save", lambda: AsyncCheckpointer(sys.argv[1], ctx).save({"w": torch.zeros(2 << 20)}))):
-            try:
-                call()
-                out[name] = "ok"
-            except m.MLOSError as e:
-                out[name] = [e.name, str(e)]
-    out["files"] = os.listdir(sys.argv[1])
+    with m.MLOSTrainingContext(num_cpus=1, exclusive_cpus=False, memory_bytes=24 << 20) as ctx:
+        try:
+            ctx.resources.alloc_checkpoint_buffer(8 << 20)
+            out["buffer"] = "ok"
+        except m.MLOSError as e:
+            out["buffer"] = [e.name, str(e)]
+        before = vm_lck_kb()
+        buf = ctx.resources.alloc_checkpoint_buffer(8 << 20, allow_unlocked=True)
+        out["unlocked_buffer"] = {"locked": buf.locked, "vmlck_kb": vm_lck_kb() - before}
+        try:  # 8 MiB held + 20 MiB more: over the 24 MiB budget although unlocked
+            ctx.resources.alloc_checkpoint_buffer(20 << 20, allow_unlocked=True)
+            out["over_budget"] = "ok"
+        except m.MLOSError as e:
+            out["over_budget"] = e.name
+        buf.free()
+        try:
+            AsyncCheckpointer(ckpt, ctx, prefix="strict", allow_unlocked_staging=False).save({"w": torch.zeros(2 << 20)})
+            out["strict_save"] = "ok"
+        except m.MLOSError as e:
+            out["strict_save"] = e.name
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            saver = AsyncCheckpointer(ckpt, ctx)
+            saver.save({"w": torch.arange(2 << 20, dtype=torch.float32)}).wait()
+            saver.save({"w": torch.ones(2 << 20)}).wait()
+            out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+            out["staging_locked"] = saver.staging_locked
+            saver.close()
+        state, seq = load_checkpoint(ckpt)
+        out["loaded"] = [seq, float(state["w"].sum())]
+    out["files"] = sorted(os.listdir(ckpt))
     print(json.dumps(out))
 """)
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop CAP_IPC_LOCK")
-def test_past_rlimit_memlock_without_cap_ipc_lock_it_is_lock_limit(tmp_path):
+def test_past_rlimit_memlock_without_cap_ipc_lock_buffers_refuse_and_async_saves_stage_unlocked(tmp_path):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     r = subprocess.run(["setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", "--", sys.executable,
@@ -155,6 +181,14 @@ def test_past_rlimit_memlock_without_cap_ipc_lock_it_is_lock_limit(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
+    # The published call never hands out an unlocked buffer.
     assert out["buffer"][0] == "LOCK_LIMIT" and "RLIMIT_MEMLOCK" in out["buffer"][1], out
-    assert out["save"][0] == "LOCK_LIMIT", out
-    assert out["files"] == [".ckpt.mlosckpt.lock"] or out["files"] == [], out  # nothing saved
+    # Asked for, the fallback is unlocked (nothing in VmLck) and still counted against memory_bytes.
+    assert out["unlocked_buffer"] == {"locked": False, "vmlck_kb": 0}, out
+    assert out["over_budget"] == "INSUFFICIENT_MEMORY", out
+    # AsyncCheckpointer: strict refuses; the default stages unlocked, warns once, and saves for real.
+    assert out["strict_save"] == "LOCK_LIMIT", out
+    assert len(out["warnings"]) == 1 and "RLIMIT_MEMLOCK" in out["warnings"][0], out
+    assert out["staging_locked"] is False, out
+    assert out["loaded"] == [2, float(2 << 20)], out
+    assert [f for f in out["files"] if f.startswith("strict-")] == [], out

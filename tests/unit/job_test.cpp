@@ -193,6 +193,27 @@ TEST_F(JobTest, CheckpointBufferErrors) {
   EXPECT_EQ(kernel.locked_bytes, 0u);
 }
 
+TEST_F(JobTest, AnUnlockedCheckpointBufferOnlyWhenAskedForAndCountedAgainstTheBudget) {
+  auto job = make_job(1, 0, /*memory_bytes=*/10000);
+  kernel.fail_lock = true;
+  bool locked = true;
+  auto a = job->alloc_checkpoint_buffer(5000, /*allow_unlocked=*/true, &locked);  // 8192 after rounding
+  ASSERT_TRUE(a.ok()) << a.error().describe();
+  EXPECT_FALSE(locked);
+  EXPECT_EQ(kernel.locked_bytes, 0u);
+  EXPECT_EQ(kernel.unlocked_mappings.count(*a), 1u);
+  // Counted like a locked one: 8192 + 4096 is over 10000.
+  EXPECT_EQ(job->alloc_checkpoint_buffer(4096, true).error().code, MLOS_ERR_INSUFFICIENT_MEMORY);
+  ASSERT_TRUE(job->free_checkpoint_buffer(*a).ok());
+  EXPECT_TRUE(kernel.mapped.empty());
+  // When the lock works, the buffer is locked whatever the flag.
+  kernel.fail_lock = false;
+  auto b = job->alloc_checkpoint_buffer(4096, true, &locked);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(locked);
+  EXPECT_EQ(kernel.locked_bytes, 4096u);
+}
+
 TEST_F(JobTest, BindErrorsChangeNothing) {
   auto job = make_job(2);
   EXPECT_EQ(job->bind_thread(99, false, 0).error().code, MLOS_ERR_NO_SUCH_THREAD);

@@ -262,5 +262,23 @@ TEST_F(ProcessInfoTest, ThisProcessIsAliveInRealProc) {
   EXPECT_EQ(chain[1].pid, getppid());
 }
 
+TEST(ProcessInfo, TheFileMappedAtAnAddressComesFromItsMapsLine) {
+  const std::string maps =
+      "55d0c0a00000-55d0c0a21000 r--p 00000000 fe:01 1311 /usr/bin/python3.11\n"
+      "7f00aa000000-7f00aa200000 r-xp 00010000 fe:01 4242 /opt/my install/lib/libmlos.so.0.1.0\n"
+      "7f00ab000000-7f00ab001000 rw-p 00000000 00:00 0 \n"
+      "7f00ac000000-7f00ac001000 r-xp 00000000 00:05 77 /tmp/gone.so (deleted)\n"
+      "7ffc1000-7ffc2000 rw-p 00000000 00:00 0                          [stack]\n";
+  EXPECT_EQ(parse_maps_file_at(maps, 0x55d0c0a00000), "/usr/bin/python3.11");
+  // A path with a space; the last byte of a mapping is inside it, its end is not.
+  EXPECT_EQ(parse_maps_file_at(maps, 0x7f00aa1fffff), "/opt/my install/lib/libmlos.so.0.1.0");
+  EXPECT_EQ(parse_maps_file_at(maps, 0x7f00aa200000), std::nullopt);
+  EXPECT_EQ(parse_maps_file_at(maps, 0x7f00ab000010), std::nullopt);  // anonymous
+  EXPECT_EQ(parse_maps_file_at(maps, 0x7f00ac000010), std::nullopt);  // deleted
+  EXPECT_EQ(parse_maps_file_at(maps, 0x7ffc1800), std::nullopt);      // [stack]
+  EXPECT_EQ(parse_maps_file_at("garbage\n-\nzz-1 r\n", 5), std::nullopt);
+  EXPECT_EQ(parse_maps_file_at("", 5), std::nullopt);
+}
+
 }  // namespace
 }  // namespace mlos::os

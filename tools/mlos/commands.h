@@ -60,6 +60,7 @@ struct PolicyOptions {
   std::string dir;
   std::string host;
   std::string socket;
+  std::string source;  // list: auto, daemon or embedded ("": from MLOS_MODE, else auto)
   bool json = false;
 };
 int run_policy(const PolicyOptions& options);

@@ -15,21 +15,6 @@
 
 namespace mlos::cli {
 
-namespace {
-
-// Where mlosd is looked for before PATH, in order.
-std::vector<std::string> mlosd_candidates() {
-  std::vector<std::string> out;
-  const std::string dir = own_directory();
-  if (!dir.empty()) {
-    out.push_back(dir + "/mlosd");          // build tree: build/bin/{mlos,mlosd}
-    out.push_back(dir + "/../sbin/mlosd");  // installed: PREFIX/bin/mlos, PREFIX/sbin/mlosd
-  }
-  return out;
-}
-
-}  // namespace
-
 int run_daemon(const DaemonOptions& options) {
   std::string binary = "mlosd";  // PATH lookup unless found next to mlos
   for (const auto& candidate : mlosd_candidates()) {

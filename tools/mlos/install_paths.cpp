@@ -1,54 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "install_paths.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <climits>
-#include <cstdlib>
-
-#include "policy/install_defaults.h"
+#include "os/install_location.h"
 
 namespace mlos::cli {
 
-std::string own_directory() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash);
-}
-
-std::vector<std::string> policy_host_candidates() {
-  std::vector<std::string> out;
-  if (const std::string dir = own_directory(); !dir.empty()) out.push_back(dir + "/mlos-policyhost");
-  out.push_back(policy::installed_policy_host());
-  return out;
+std::string policy_host() {
+  auto found = os::locate_install_part(InstallPart::kPolicyHost, "MLOS_POLICY_HOST");
+  return found ? *found : os::configured_install_part_path(InstallPart::kPolicyHost);
 }
 
 std::string default_policy_dir() {
-  if (const std::string dir = own_directory(); !dir.empty()) {
-    const std::string parent = dir.substr(0, dir.rfind('/'));
-    for (const std::string& candidate : {dir + "/policies", parent + "/policies"}) {
-      struct stat st {};
-      if (stat(candidate.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return candidate;
-    }
-  }
-  return policy::installed_policy_dir();
+  auto found = os::locate_install_part(InstallPart::kPolicyDir, "MLOS_POLICY_DIR");
+  return found ? *found : os::configured_install_part_path(InstallPart::kPolicyDir);
 }
 
 std::string gpushare_library() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("MLOS_GPUSHARE_LIBRARY"); env != nullptr && *env) return env;
-  if (const std::string dir = own_directory(); !dir.empty()) {
-    candidates.push_back(dir.substr(0, dir.rfind('/')) + "/lib/libmlos-gpushare.so");
+  auto found = os::locate_install_part(InstallPart::kGpushareLibrary, "MLOS_GPUSHARE_LIBRARY");
+  return found ? *found : "";
+}
+
+std::vector<std::string> mlosd_candidates() {
+  std::vector<std::string> out;
+  if (const std::string dir = os::own_binary_dir(); !dir.empty()) {
+    out = install_part_candidates(InstallPart::kDaemon, dir, os::configured_install_dirs());
   }
-  candidates.push_back(policy::installed_gpushare_library());
-  for (const std::string& c : candidates) {
-    if (access(c.c_str(), R_OK) == 0) return c;
-  }
-  return "";
+  out.push_back(os::configured_install_part_path(InstallPart::kDaemon));
+  return out;
 }
 
 }  // namespace mlos::cli

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   run_cmd
       ->add_option("--policy", run.policies,
                    "Attach policy module NAME to the job, with its config JSON (an object; default {}); "
-                   "repeatable; needs mlosd (see `mlos policy list`)")
+                   "repeatable; under mlosd, or in embedded mode by a policy host of this job's own (see `mlos policy "
+                   "list`)")
       ->type_name("NAME[=JSON]")
       ->expected(1)
       ->allow_extra_args(false)
@@ -165,7 +166,8 @@ int main(int argc, char** argv) {
       "  mlos run --policy example='{\"threads\":1}' -- ./train");
 
   PolicyOptions policy;
-  auto* policy_cmd = app.add_subcommand("policy", "mlosd's policy modules: list, describe, load, unload");
+  auto* policy_cmd = app.add_subcommand("policy", "Policy modules (mlosd's, or an embedded job's): list, describe, "
+                                                  "load, unload");
   policy_cmd->require_subcommand(1);
   auto add_common = [&policy](CLI::App* sub) {
     sub->add_flag("--json", policy.json, "Machine-readable output (schema_version 1)");
@@ -174,24 +176,31 @@ int main(int argc, char** argv) {
     sub->callback([&policy, sub] { policy.action = sub->get_name(); });
     return sub;
   };
-  add_common(policy_cmd->add_subcommand(
+  auto* policy_list = add_common(policy_cmd->add_subcommand(
       "list", "Policies in mlosd's policy directory (and files skipped, with why), loaded ones with their "
-              "state, jobs and failures, and the defaults every job gets"));
+              "state, jobs and failures, and the defaults every job gets; without mlosd, the ones an embedded "
+              "job can request (its policy directory, host and defaults)"));
+  policy_list
+      ->add_option("--source", policy.source,
+                   "auto: mlosd if one answers at the socket, else the embedded catalog; daemon: mlosd or fail; "
+                   "embedded: the catalog of this mlos's policy directory (default: $MLOS_MODE when it is "
+                   "daemon or embedded, else auto)")
+      ->check(CLI::IsMember({"auto", "daemon", "embedded"}));
   auto* policy_info = add_common(policy_cmd->add_subcommand(
       "info", "Name, description and config schema of policy NAME, as the policy describes itself "
               "(runs mlos-policyhost --describe on its file; needs no mlosd)"));
   policy_info->add_option("name", policy.name, "The policy")->required();
   policy_info->add_option("--dir", policy.dir,
-                          "Policy directory (default: mlosd's, else this mlos's " + default_policy_dir() + ")");
+                          "Policy directory (default: mlosd's, else this mlos's: " + default_policy_dir() + ")");
   policy_info->add_option("--policy-host", policy.host,
-                          "The mlos-policyhost binary (default: next to mlos, else the installed one)");
+                          "The mlos-policyhost binary (default: $MLOS_POLICY_HOST, else beside mlos, else the installed one)");
   auto* policy_load = add_common(
       policy_cmd->add_subcommand("load", "Start policy NAME now and keep it loaded without jobs (root)"));
   policy_load->add_option("name", policy.name, "The policy")->required();
   auto* policy_unload = add_common(
       policy_cmd->add_subcommand("unload", "Stop policy NAME, loaded by `load`, once no job uses it (root)"));
   policy_unload->add_option("name", policy.name, "The policy")->required();
-  policy_cmd->footer("Examples:\n  mlos policy list\n  mlos policy info phase-weights\n  sudo mlos policy load thread-governor");
+  policy_cmd->footer("Examples:\n  mlos policy list\n  MLOS_MODE=embedded mlos policy list\n  mlos policy info phase-weights\n  sudo mlos policy load thread-governor");
 
   if (argc >= 2 && std::string(argv[1]) == "daemon") return run_daemon(DaemonOptions{{argv + 2, argv + argc}});
 

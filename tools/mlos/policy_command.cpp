@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// mlos policy list|info|load|unload: mlosd's policy modules (docs/cli.md,
-// "mlos policy"). list, load and unload ask mlosd; info asks the policy
+// mlos policy list|info|load|unload: the policy modules (docs/cli.md,
+// "mlos policy"). list shows mlosd's, or without one the catalog an
+// embedded job would use; load and unload ask mlosd; info asks the policy
 // itself, through mlos-policyhost --describe, so it works without mlosd.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "cli_output.h"
 #include "commands.h"
 #include "daemon_query.h"
+#include "engine/embedded_policy_config.h"
 #include "install_paths.h"
 #include "mlos/errors.h"
+#include "os/install_location.h"
 #include "policy/policy_catalog.h"
 #include "policy_describe.h"
 #include "policy_view.h"
@@ -35,17 +39,59 @@ json reply_fields(json reply) {
   return reply;
 }
 
+// What an embedded job could request (no mlosd): the catalog of the
+// directory and host libmlos would use, in the shape of mlosd's reply
+// (nothing is loaded: each job starts its own hosts).
+json embedded_catalog() {
+  json reply{{"source", "embedded"}, {"enabled", true}, {"defaults", embedded_default_policies()},
+             {"available", json::array()}, {"skipped", json::array()}, {"loaded", json::array()}};
+  const std::string dir = embedded_policy_dir();
+  reply["dir"] = dir;
+  if (auto host = os::locate_install_part(InstallPart::kPolicyHost, "MLOS_POLICY_HOST")) {
+    reply["host"] = *host;
+  } else {
+    reply["host"] = nullptr;
+    reply["host_error"] = host.error().message;
+  }
+  // The embedded engine's trust test: root's files, or this user's.
+  if (auto catalog = policy::scan_policy_dir(dir, geteuid())) {
+    for (const auto& p : catalog->policies) reply["available"].push_back(json{{"name", p.name}, {"path", p.path}});
+    for (const auto& s : catalog->skipped) reply["skipped"].push_back(json{{"path", s.path}, {"why", s.why}});
+  } else {
+    reply["error"] = catalog.error().describe();
+  }
+  return reply;
+}
+
+// --source, else MLOS_MODE (embedded, daemon), else auto.
+std::string list_source(const PolicyOptions& o) {
+  if (!o.source.empty()) return o.source;
+  const char* mode = std::getenv("MLOS_MODE");
+  if (mode != nullptr && (std::string(mode) == "embedded" || std::string(mode) == "daemon")) return mode;
+  return "auto";
+}
+
 int list(const PolicyOptions& o, const std::string& socket) {
-  auto reply = query_daemon(socket, "policies");
-  if (!reply) return fail(o, reply.error());
+  const std::string source = list_source(o);
+  json reply;
+  if (source != "embedded") {
+    auto answered = query_daemon(socket, "policies");
+    if (!answered && (source == "daemon" || answered.error().code != MLOS_ERR_DAEMON_UNAVAILABLE)) {
+      return fail(o, answered.error());
+    }
+    if (answered) {
+      reply = reply_fields(std::move(*answered));
+      reply["source"] = "mlosd";
+      reply["socket"] = socket;
+    }
+  }
+  if (reply.is_null()) reply = embedded_catalog();
   if (o.json) {
     json j = json_envelope(command_name(o));
-    j["source"] = "mlosd";
-    j["socket"] = socket;
-    j.update(reply_fields(std::move(*reply)));
+    j.update(reply);
     std::cout << dump_json(j, 2) << "\n";
   } else {
-    std::cout << policies_text(*reply);
+    std::cout << policies_text(reply);
   }
   return kExitOk;
 }
@@ -59,15 +105,8 @@ std::string policy_dir(const PolicyOptions& o, const std::string& socket) {
   return default_policy_dir();
 }
 
-// --policy-host, else the first candidate that exists.
-std::string policy_host(const PolicyOptions& o) {
-  if (!o.host.empty()) return o.host;
-  const auto candidates = policy_host_candidates();
-  for (const auto& c : candidates) {
-    if (access(c.c_str(), X_OK) == 0) return c;
-  }
-  return candidates.back();
-}
+// --policy-host, else the one beside mlos.
+std::string policy_host(const PolicyOptions& o) { return o.host.empty() ? cli::policy_host() : o.host; }
 
 int info(const PolicyOptions& o, const std::string& socket) {
   const std::string dir = policy_dir(o, socket);

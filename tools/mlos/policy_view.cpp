@@ -47,6 +47,11 @@ std::string policies_text(const json& reply) {
   if (reply.is_object() && reply.value("enabled", true) == false) {
     return "mlosd runs without policy modules (config policies.enabled)\n";
   }
+  if (json_text(reply, "source") == "embedded") {
+    out += "no mlosd: the catalog of an embedded job, which starts a policy host of its own ";
+    out += reply.contains("host_error") ? "(it cannot: " + json_text(reply, "host_error") + ")\n"
+                                        : "(" + json_text(reply, "host") + ")\n";
+  }
   out += "policy directory " + json_text(reply, "dir") + "; defaults: " + joined(defaults, ", ") + "\n";
   if (reply.is_object() && reply.contains("error")) out += "catalog error: " + json_text(reply, "error") + "\n";
   const json& available = array_field(reply, "available");

@@ -10,6 +10,8 @@
 
 namespace mlos::cli {
 
+// For the embedded catalog ("source": "embedded"), a first line naming the
+// policy host a job would start (or why it cannot). Then
 // "policy directory DIR; defaults: a, b" (or why mlosd has no policies),
 // then a table NAME STATE JOBS FAILURES RESTARTS DEFAULT PATH over every
 // policy that is available or loaded (STATE "-" when not loaded), a

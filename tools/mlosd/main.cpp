@@ -183,8 +183,7 @@ void start_logging(const std::string& mode) {
 }
 
 // The config as a start would load it: the file (if any) under the
-// command line's flags. Its warnings are logged (at start, on reload and
-// by --check-config).
+// command line's flags.
 Result<d::DaemonConfig> load_config(const std::string& path, const nlohmann::json& flags) {
   d::DaemonConfig config;
   if (!path.empty()) {
@@ -193,8 +192,13 @@ Result<d::DaemonConfig> load_config(const std::string& path, const nlohmann::jso
     config = std::move(*c);
   }
   if (Status s = config.merge(flags); !s) return s.error();
-  for (const std::string& w : config.warnings()) d::log_event(MLOS_LOG_WARN, w, {{"MLOS_EVENT", "config-warning"}});
   return config;
+}
+
+// The config's warnings (DaemonConfig::warnings), logged at start and on
+// reload once logging runs; --check-config prints them on stderr.
+void log_config_warnings(const d::DaemonConfig& config) {
+  for (const std::string& w : config.warnings()) d::log_event(MLOS_LOG_WARN, w, {{"MLOS_EVENT", "config-warning"}});
 }
 
 // SIGHUP: the file is read and validated again; a config that fails
@@ -210,6 +214,7 @@ void reload(const std::string& path, const nlohmann::json& flags, d::DaemonConfi
     notifier.ready(why);
     return;
   }
+  log_config_warnings(*fresh);
   d::ReloadPlan plan = d::plan_reload(config, *fresh);
   config = plan.next;
   jobs.reconfigure({config.quotas, config.memory_thresholds, config.stay_in_cgroups,
@@ -359,9 +364,13 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   d::DaemonConfig config = std::move(*loaded);
-  if (!check_config) start_logging(config.log);
+  if (!check_config) {
+    start_logging(config.log);
+    log_config_warnings(config);
+  }
   auto driver = cgroup_driver(config);
   if (check_config) {
+    for (const std::string& w : config.warnings()) std::cerr << "mlosd: warning: " << w << "\n";
     nlohmann::json out = config.to_json();
     out["cgroup_driver"] = driver ? (*driver ? (*driver)->version() : "none") : "unavailable: " + driver.error().message;
     std::cout << out.dump(2) << "\n";

@@ -3,14 +3,16 @@
 that blocks the training loop only for one copy of its tensors.
 
     ckpt = AsyncCheckpointer("ckpt/", ctx)     # ctx: the job (default: the active context)
-    pending = ckpt.save(model.state_dict())    # returns after the copy into locked staging
+    pending = ckpt.save(model.state_dict())    # returns after the copy into staging
     ...                                        # training goes on while it is written
     path = pending.wait()                      # durable now (or MLOSError(IO))
     state, seq = load_checkpoint("ckpt/")      # newest checkpoint that verifies
 
 save() serialises the state dict with torch.save straight into a
 checkpoint buffer of the job (locked, counted against its memory_bytes,
-kept for the next save and grown when a bigger one comes): torch's format
+kept for the next save and grown when a bigger one comes; where the kernel
+refuses the lock, as a user's default 8 MiB RLIMIT_MEMLOCK does for any
+real model, an unlocked buffer counted the same way, with a warning): torch's format
 stores tensor bytes as they are, so that serialisation is the one copy the
 caller waits for, under the CHECKPOINT phase. A background thread at the
 CHECKPOINT phase's I/O priority then writes the buffer through the C
@@ -29,6 +31,7 @@ usable."""
 import contextlib
 import os
 import threading
+import warnings
 
 import torch
 
@@ -132,10 +135,14 @@ class AsyncCheckpointer:
     """Asynchronous durable saves of state dicts into `directory` (which
     must exist) for the job of `ctx` (an MLOSTrainingContext or Resources;
     default: the active context). prefix, keep_last: as CheckpointWriter.
+    allow_unlocked_staging: when the kernel refuses to lock the staging
+    (RLIMIT_MEMLOCK without CAP_IPC_LOCK), stage in ordinary memory, still
+    counted against the job's memory_bytes, with one RuntimeWarning (True,
+    the default); False raises MLOSError(LOCK_LIMIT) from save() instead.
     Raises MLOSError(INVALID_ARGUMENT) without a job: the staging memory
     is the job's and counts against its memory_bytes."""
 
-    def __init__(self, directory, ctx=None, prefix="ckpt", keep_last=0):
+    def __init__(self, directory, ctx=None, prefix="ckpt", keep_last=0, allow_unlocked_staging=True):
         ctx = ctx or current()
         resources = getattr(ctx, "resources", ctx)
         if resources is None or not getattr(resources, "handle", 0):
@@ -143,6 +150,8 @@ class AsyncCheckpointer:
                                    "staging memory is locked and counted against that job")
         self._ctx = ctx if hasattr(ctx, "set_phase") else None
         self._resources = resources
+        self._allow_unlocked = bool(allow_unlocked_staging)
+        self._warned_unlocked = False
         self._writer = CheckpointWriter(directory, prefix=prefix, keep_last=keep_last)
         self._staging = None  # a LockedBuffer
         self._view = None  # its memoryview (an export: the buffer cannot be freed under it)
@@ -152,15 +161,21 @@ class AsyncCheckpointer:
 
     @property
     def staging_bytes(self):
-        """Locked staging held now (0 before the first save)."""
+        """Staging held now (0 before the first save)."""
         return self._staging.size if self._staging is not None else 0
+
+    @property
+    def staging_locked(self):
+        """Whether the staging held now is locked (None before the first save)."""
+        return self._staging.locked if self._staging is not None else None
 
     def save(self, state_dict):
         """Serialises `state_dict` (anything torch.save takes) into the
-        job's locked staging under the CHECKPOINT phase, starts its durable
-        write in the background and returns a PendingSave. Waits first for
-        the previous save's write. MLOSError: LOCK_LIMIT, INSUFFICIENT_MEMORY
-        (staging past the job's memory_bytes), INVALID_HANDLE (closed)."""
+        job's staging under the CHECKPOINT phase, starts its durable write
+        in the background and returns a PendingSave. Waits first for the
+        previous save's write. MLOSError: LOCK_LIMIT (only with
+        allow_unlocked_staging=False), INSUFFICIENT_MEMORY (staging past the
+        job's memory_bytes), INVALID_HANDLE (closed)."""
         writer = self._writer.handle  # INVALID_HANDLE once closed
         self._join()
         previous = self._ctx.phase if self._ctx is not None else None
@@ -196,8 +211,15 @@ class AsyncCheckpointer:
             return
         need = (need + _PAGE - 1) // _PAGE * _PAGE
         self._drop_staging()  # first, so that the old and new buffers are never both counted
-        self._staging = self._resources.alloc_checkpoint_buffer(need)
+        self._staging = self._resources.alloc_checkpoint_buffer(need, allow_unlocked=self._allow_unlocked)
         self._view = self._staging.memoryview()
+        if not self._staging.locked and not self._warned_unlocked:
+            self._warned_unlocked = True
+            warnings.warn(f"AsyncCheckpointer: the kernel refused to lock {need} bytes of checkpoint staging "
+                          "(RLIMIT_MEMLOCK; `ulimit -l`, systemd's LimitMEMLOCK= or CAP_IPC_LOCK raise it): staging "
+                          "in unlocked memory, still counted against the job's memory_bytes; a save can stall "
+                          "longer if it is swapped out (allow_unlocked_staging=False raises LOCK_LIMIT instead)",
+                          RuntimeWarning, stacklevel=4)
 
     def _drop_staging(self):
         if self._staging is not None:
