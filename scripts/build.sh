@@ -8,11 +8,13 @@
 #                                                  # mlos, mlos-policyhost, the default
 #                                                  # policy and mlos-demo
 #
-# Each mode names every part it switches, so a full build after a demo
-# build (the same directory) turns the rest on and recompiles nothing the
-# demo compiled. Extra arguments go to the CMake configure step;
-# MLOS_BUILD_TARGETS (space-separated) limits what the full mode builds.
-# Prints the optional features the configure step found or left out.
+# Each mode names every part it switches and its build type (the demo's
+# is Quick: -O1, no debug information), so a full build after a demo
+# build in the same directory turns the rest on and recompiles the rest
+# at RelWithDebInfo. Extra arguments go to the CMake configure step (a
+# later -DCMAKE_BUILD_TYPE wins); MLOS_BUILD_TARGETS (space-separated)
+# limits what the full mode builds. Prints the optional features the
+# configure step found or left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${MLOS_BUILD_DIR:-build}
@@ -22,17 +24,19 @@ if [[ "${1:-}" == --demo ]]; then
   shift
 fi
 if [[ $mode == demo ]]; then
-  parts=(-DMLOS_BUILD_TESTS=OFF -DMLOS_BUILD_BENCH=OFF -DMLOS_BUILD_DAEMON=OFF -DMLOS_BUILD_DATALOAD=OFF
-         -DMLOS_BUILD_DEMO=ON)
+  # Quick (-O1, no debug information; CMakeLists.txt): the demo is for
+  # trying mlOS out, not for measuring it.
+  parts=(-DCMAKE_BUILD_TYPE=Quick -DMLOS_BUILD_TESTS=OFF -DMLOS_BUILD_BENCH=OFF -DMLOS_BUILD_DAEMON=OFF
+         -DMLOS_BUILD_DATALOAD=OFF -DMLOS_BUILD_DEMO=ON)
   targets=(mlos_cli mlos-demo mlos-policyhost mlos-policy-thread-governor)
 else
-  parts=(-DMLOS_BUILD_TESTS=ON -DMLOS_BUILD_BENCH=ON -DMLOS_BUILD_DAEMON=ON -DMLOS_BUILD_DATALOAD=ON
-         -DMLOS_BUILD_DEMO=ON)
+  parts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLOS_BUILD_TESTS=ON -DMLOS_BUILD_BENCH=ON -DMLOS_BUILD_DAEMON=ON
+         -DMLOS_BUILD_DATALOAD=ON -DMLOS_BUILD_DEMO=ON)
   # shellcheck disable=SC2206
   targets=(${MLOS_BUILD_TARGETS:-})
 fi
 mkdir -p "$build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${parts[@]}" "$@" > "$build_dir/configure.log" ||
+cmake -S . -B "$build_dir" "${parts[@]}" "$@" > "$build_dir/configure.log" ||
   { cat "$build_dir/configure.log"; exit 1; }
 # What an optional part needs is in docs/gpu.md (GPU manager, sharing,
 # device collectives) and cmake/feature_summary.cmake.

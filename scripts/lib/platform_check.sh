@@ -15,9 +15,10 @@ require_root_on_debian12() {
     exit 2
   fi
   local ID="" ID_LIKE="" VERSION_ID="" VERSION_CODENAME="" DEBIAN_CODENAME="" PRETTY_NAME="an unknown system"
-  if [[ -r /etc/os-release ]]; then
-    # shellcheck disable=SC1091
-    source /etc/os-release
+  local os_release="${MLOS_OS_RELEASE:-/etc/os-release}"  # another file: tests only
+  if [[ -r $os_release ]]; then
+    # shellcheck disable=SC1090
+    source "$os_release"
   fi
   local bookworm=0
   if [[ $ID == debian && ($VERSION_ID == 12 || $VERSION_CODENAME == bookworm) ]]; then

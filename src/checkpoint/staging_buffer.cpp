@@ -27,8 +27,19 @@ StagingBuffer::StagingBuffer(std::shared_ptr<Job> job, bool allow_unlocked)
 StagingBuffer::~StagingBuffer() { unmap(Mapping{data_, capacity_, locked_, from_job_}); }
 
 Result<StagingBuffer::Mapping> StagingBuffer::map(size_t bytes) {
-  Result<void*> p = job_ ? job_->alloc_checkpoint_buffer(bytes) : os::linux_kernel().map_locked(bytes);
-  if (p) return Mapping{*p, bytes, true, job_ != nullptr};
+  if (job_) {
+    // The job's own unlocked fallback keeps the bytes counted against its budget.
+    bool locked = true;
+    Result<void*> p = job_->alloc_checkpoint_buffer(bytes, allow_unlocked_, &locked);
+    if (!p) return p.error();
+    if (!locked) {
+      log_message(MLOS_LOG_WARN, "checkpoint staging memory of the job is not locked (the kernel refused the lock); "
+                                 "staging in unlocked memory as MLOS_CHECKPOINT_ALLOW_UNLOCKED_STAGING allows");
+    }
+    return Mapping{*p, bytes, locked, true};
+  }
+  Result<void*> p = os::linux_kernel().map_locked(bytes);
+  if (p) return Mapping{*p, bytes, true, false};
   if (p.error().code != MLOS_ERR_LOCK_LIMIT || !allow_unlocked_) return p.error();
   void* raw = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (raw == MAP_FAILED) {

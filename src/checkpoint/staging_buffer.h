@@ -7,8 +7,8 @@
 // opened with a resources handle, from that job's checkpoint buffers, which
 // count against its memory_bytes. If locking fails (RLIMIT_MEMLOCK) the
 // error is LOCK_LIMIT unless unlocked staging was allowed: then the memory is
-// an ordinary prefaulted mapping (not counted against the job's budget) and
-// locked() says so.
+// an ordinary prefaulted mapping (the job's unlocked checkpoint buffer,
+// still counted against its budget, or process memory) and locked() says so.
 #pragma once
 
 #include <cstddef>

@@ -5,9 +5,11 @@
 
 namespace mlos::policy {
 
-Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name) {
+Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name,
+                                                int module_fd) {
+  const std::string open_as = module_fd >= 0 ? "/proc/self/fd/" + std::to_string(module_fd) : path;
   dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_as.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     return make_error(MLOS_ERR_NOT_FOUND, "cannot load policy " + path + ": " + (why ? why : "dlopen failed"));

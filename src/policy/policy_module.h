@@ -20,7 +20,12 @@ namespace mlos::policy {
 //    (a file may not pose as another policy);
 //  - VERSION_MISMATCH: abi_version differs from MLOS_POLICY_ABI_VERSION or
 //    struct_size is smaller than this host's sizeof(mlos_policy_t).
-Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name);
+// `module_fd`, when not -1, is `path` opened before the host dropped its
+// identity: the module is loaded through it (/proc/self/fd), so a host
+// that became nobody still loads a file in a directory only root may enter
+// (root's home, a 0700 checkout). Messages name `path`.
+Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name,
+                                                int module_fd = -1);
 
 // The policy's self-description (strings copied; NULLs become "").
 PolicyInfo describe(const mlos_policy_t& policy);

@@ -4,6 +4,7 @@ sees in /proc, read the ledger."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +22,20 @@ def error_codes() -> dict:
     """MLOS_ERR_* values from the public header (one source of truth)."""
     text = (REPO_ROOT / "include" / "mlos" / "errors.h").read_text()
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"\b(MLOS_ERR_[A-Z_]+)\s*=\s*(-?\d+)", text)}
+
+
+def runnable_by_nobody(binary, scratch: Path) -> str:
+    """`binary` if user nobody may run it where it is, else a copy in
+    `scratch` (a directory nobody can reach): a build tree in root's 0700
+    home, as on a stock Debian, is closed to nobody. Only for a program
+    that needs nothing beside itself (the mlos CLI)."""
+    path = Path(binary).resolve()
+    if all(os.stat(d).st_mode & 0o001 for d in path.parents) and os.stat(path).st_mode & 0o001:
+        return str(path)
+    copy = Path(scratch) / path.name
+    shutil.copy2(path, copy)
+    os.chmod(copy, 0o755)
+    return str(copy)
 
 
 def parse_cpu_list(text: str) -> set:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import error_codes, parse_cpu_list
+from cli_helpers import error_codes, parse_cpu_list, runnable_by_nobody
 from daemon_helpers import (Client, Daemon, Started, allowed_cpus, encode, read_frame, start_job_client,
                             v1_cgroups_usable, wait_for)
 
@@ -299,7 +299,7 @@ out["third_connection"] = read_frame(over)
 out["status"] = c.call("status")
 extra.close()  # room for the CLI's connection
 import subprocess
-out["cli"] = subprocess.run([{str(Path(d.binary).parent / "mlos")!r}, "status", "--socket", {str(d.socket)!r}],
+out["cli"] = subprocess.run([{runnable_by_nobody(Path(d.binary).parent / "mlos", shared_dir)!r}, "status", "--socket", {str(d.socket)!r}],
                             capture_output=True, text=True, timeout=30).stdout
 print(json.dumps(out))
 """

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import EXIT_RUN_FAILED, error_codes, ledger_claims, run_json_error
+from cli_helpers import EXIT_RUN_FAILED, error_codes, ledger_claims, run_json_error, runnable_by_nobody
 from conftest import build_dir
 from daemon_helpers import Daemon, start_job_client, wait_for
 
@@ -361,7 +361,8 @@ def test_policy_load_and_unload_are_for_root(mlos, tmp_path):
             unprivileged = {"preexec_fn": drop_to_nobody}
         else:
             unprivileged = {}
-        r = subprocess.run([mlos.binary, "policy", "load", "example", "--json", *sock], env=mlos.env(),
+        binary = runnable_by_nobody(mlos.binary, sockdir) if unprivileged else mlos.binary
+        r = subprocess.run([binary, "policy", "load", "example", "--json", *sock], env=mlos.env(),
                            capture_output=True, text=True, timeout=60, **unprivileged)
         assert r.returncode == 1, mlos.describe(r)
         assert json.loads(r.stdout)["error"]["code"] == ERR["MLOS_ERR_PERMISSION"], r.stdout

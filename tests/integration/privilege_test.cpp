@@ -92,6 +92,14 @@ TEST(Privilege, UnprivilegedProcessDegradesWithReasons) {
     CHILD_EXPECT(vm_locked_kb() == locked);
     // Within the limit it works.
     CHILD_EXPECT(mlos_training_alloc_checkpoint_buffer(r, 256 << 10) != nullptr);
+    // Asked for, the unlocked fallback: nothing more in VmLck.
+    bool is_locked = true;
+    void* unlocked = mlos_training_alloc_checkpoint_buffer_ex(r, 8 << 20, MLOS_CHECKPOINT_BUFFER_ALLOW_UNLOCKED,
+                                                              &is_locked);
+    CHILD_EXPECT(unlocked != nullptr);
+    CHILD_EXPECT(!is_locked);
+    CHILD_EXPECT(vm_locked_kb() <= locked + 256);
+    CHILD_EXPECT(mlos_training_free_checkpoint_buffer(r, unlocked) == MLOS_OK);
 
     // Exclusive CPUs cannot be honoured without a usable ledger.
     mlos_training_resource_request_t excl = req;

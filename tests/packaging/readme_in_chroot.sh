@@ -16,8 +16,8 @@
 #     --prepare-base    only build (or find) the cached base
 #
 # The chroot shares this machine's kernel, network and hardware: /proc, /sys
-# (cgroups included) and /dev are bound in, the host's resolv.conf and CA
-# bundle copied in. So it shows what a stock Debian 12 userland lacks (a
+# (cgroups included) and /dev are bound in, the host's resolv.conf, hosts
+# and CA bundle copied in. So it shows what a stock Debian 12 userland lacks (a
 # package, a Python, a path), not what its kernel does: there is no systemd
 # and the cgroups are the host's (v1 here), so the cgroup v2 and systemd paths
 # are the VM bed's (tests/vm/run.sh). Needs root, Debian's
@@ -60,7 +60,11 @@ mount --make-rslave "$root/sys"
 chroot_mount "$root/dev" --rbind /dev
 mount --make-rslave "$root/dev"
 chroot_mount "$root/run" -t tmpfs -o nosuid,nodev,mode=0755 tmpfs
+# What any installed Debian has and debootstrap leaves out: the machine's
+# name resolving (/etc/hosts; collectives' default address is the host
+# name's), and its DNS and CA bundle.
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+cp /etc/hosts "$root/etc/hosts" 2>/dev/null || true
 if [[ -r /etc/ssl/certs/ca-certificates.crt ]]; then
   mkdir -p "$root/etc/ssl/certs"
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
@@ -113,11 +117,19 @@ timed() {
 if [[ -n "$before" ]]; then
   timed "" before "$before" || fail "--before '$before' (log: $log_dir/before.log)"
 fi
+# What came over the network so far (with --cold, all of it): apt's
+# archives and pip's cache.
+downloaded() {
+  echo "$1: downloaded so far: apt $(du -sh "$downloads/archives" | cut -f1), pip $(du -sh "$downloads/pip" | cut -f1)" |
+    tee -a "$log_dir/timings.txt" >&2
+}
 timed "== mlos topo" demo "bash scripts/demo.sh" || { tail -30 "$log_dir/demo.log" >&2; fail "README command 1 (log: $log_dir/demo.log)"; }
 du -sh "$root/root/mlos/build" 2>/dev/null | awk '{print "demo: build tree " $1}' | tee -a "$log_dir/timings.txt" >&2
+downloaded demo
 if ((demo_only == 0)); then
   timed "test.sh: total" test "bash scripts/test.sh" || { tail -40 "$log_dir/test.log" >&2; fail "README command 2 (log: $log_dir/test.log)"; }
   grep 'test.sh: .*: [0-9]* s$' "$log_dir/test.log" | sed 's/^ *[0-9]* //' | tee -a "$log_dir/timings.txt" >&2 || true
+  downloaded test
 fi
 du -sh --exclude=proc --exclude=sys --exclude=dev "$run/upper" 2>/dev/null | awk '{print "disk written in the chroot: " $1}' |
   tee -a "$log_dir/timings.txt" >&2 || true

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -86,6 +87,32 @@ TEST(PolicyConfinementTest, HostStartedByRootRunsAsNobody) {
   EXPECT_EQ(st["Groups"], "");
   EXPECT_EQ(st["CapPrm"], "0000000000000000");
   EXPECT_EQ(st["CapEff"], "0000000000000000");
+}
+
+// A policy of root's in a directory only root may enter (a checkout in
+// /root): the host opens it before it becomes nobody and loads it through
+// the descriptor.
+TEST(PolicyConfinementTest, AHostThatBecameNobodyLoadsAPolicyFromADirectoryOnlyRootEnters) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: a host started by a user keeps that user";
+  if (getpwnam("nobody") == nullptr) GTEST_SKIP() << "no user nobody on this machine";
+  char tmpl[] = "/tmp/mlos-root-only-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;  // 0700, root's
+  std::ifstream from(std::string(MLOS_TEST_POLICY_DIR) + "/counter.so", std::ios::binary);
+  std::ofstream(dir + "/counter.so", std::ios::binary) << from.rdbuf();
+  {
+    Harness h(test_options(dir));
+    h.owner().add_job(1);
+    auto attached = h.hosts().attach("counter", 1, nlohmann::json::object());
+    EXPECT_TRUE(attached.ok()) << attached.error().describe();
+    if (attached.ok()) {
+      const pid_t pid = h.status_of("counter")["pid"].get<pid_t>();
+      EXPECT_EQ(proc_status(pid)["Uid"].substr(0, proc_status(pid)["Uid"].find('\t')),
+                std::to_string(getpwnam("nobody")->pw_uid));
+    }
+  }
+  std::remove((dir + "/counter.so").c_str());
+  rmdir(dir.c_str());
 }
 
 }  // namespace

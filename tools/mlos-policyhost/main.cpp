@@ -14,19 +14,23 @@
 // and prints its self-description as JSON. Exit codes: 0 done, 1 the
 // stream broke or the policy failed to load (the reason on stderr and, with
 // --fd, as an error reply with id 0), 2 usage.
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
 
 #include "daemon/daemon_client.h"
 #include "os/sandbox.h"
+#include "os/unique_fd.h"
 #include "os/unix_socket.h"
 #include "policy/policy_host_loop.h"
 #include "policy/policy_module.h"
@@ -89,11 +93,19 @@ int main(int argc, char** argv) {
     if (pw == nullptr) return refuse(fd, mlos::make_error(MLOS_ERR_INVALID_ARGUMENT, "no user '" + run_as + "'"));
     user = std::make_pair(pw->pw_uid, pw->pw_gid);
   }
-  std::vector<int> keep{STDERR_FILENO};
+  // Opened with the identity the host was started with and loaded through
+  // the descriptor after the drop: root's trusted file may lie where
+  // nobody cannot reach it (a checkout in /root).
+  os::UniqueFd module(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!module.valid()) {
+    return refuse(fd, mlos::make_error(MLOS_ERR_NOT_FOUND, "cannot load policy " + path + ": " + strerror(errno)));
+  }
+  std::vector<int> keep{STDERR_FILENO, module.get()};
   if (fd >= 0) keep.push_back(fd);
   if (describe_only) keep.push_back(STDOUT_FILENO);
   if (auto confined = os::enter_sandbox(limits, keep, user); !confined) return refuse(fd, confined.error());
-  auto loaded = policy::load_policy_module(path, name);
+  auto loaded = policy::load_policy_module(path, name, module.get());
+  module.reset();  // mapped now: the descriptor is not needed
   if (!loaded) return refuse(fd, loaded.error());
   if (describe_only) {
     std::cout << policy::describe(**loaded).to_json().dump(2) << std::endl;
