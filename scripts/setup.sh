@@ -33,9 +33,10 @@ require_root_on_debian12 setup
 
 # What libmlos, the mlos CLI, the policy host and mlos-demo are built from
 # (CMakeLists.txt's REQUIRED packages with the daemon, data loading, tests
-# and benchmarks off).
+# and benchmarks off), and ninja, which scripts/build.sh and the wheel's
+# build (scikit-build-core) use.
 demo_packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ninja-build
   libhwloc-dev                  # topology
   libcli11-dev                  # CLI argument parsing
   libncurses-dev                # mlos top: the interactive view (ncursesw)

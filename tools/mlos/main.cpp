@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
 
   StatusOptions status;
   auto* status_cmd = app.add_subcommand(
-      "status", "List mlosd's jobs, or without a daemon the CPU claims on this machine (dead owners omitted)");
+      "status", "List mlosd's jobs (every user's), or without a daemon your own claims in this user's embedded "
+                "ledger (dead owners omitted)");
   status_cmd->add_flag("--json", status.json, "Machine-readable output (schema_version 1)");
   status_cmd
       ->add_option("--source", status.source,

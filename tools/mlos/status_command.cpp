@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// mlos status: the claims on this machine.
+// mlos status: mlosd's jobs, or without mlosd this user's embedded claims.
 #include <ctime>
 #include <iostream>
 #include <pwd.h>
