@@ -68,6 +68,7 @@ full_packages=(
   libgl1 libglib2.0-0           # opencv (Ultralytics' image I/O) loads these
   stress-ng                     # bench suite: the noisy neighbours (CPU-bound, memory-bandwidth-bound)
   python3 python3-venv          # the venv below (ensurepip is in python3-venv)
+  python3-dev                   # the Python package's extension (Python.h), built by scripts/test_wheel.sh
   python3-pytest python3-jsonschema  # the end-to-end tests (ctest runs them with Debian's python3)
 )
 
