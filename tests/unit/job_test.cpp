@@ -212,6 +212,8 @@ TEST_F(JobTest, AnUnlockedCheckpointBufferOnlyWhenAskedForAndCountedAgainstTheBu
   ASSERT_TRUE(b.ok());
   EXPECT_TRUE(locked);
   EXPECT_EQ(kernel.locked_bytes, 4096u);
+  ASSERT_TRUE(job->free_checkpoint_buffer(*b).ok());
+  EXPECT_EQ(kernel.locked_bytes, 0u);
 }
 
 TEST_F(JobTest, BindErrorsChangeNothing) {
