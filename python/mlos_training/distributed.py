@@ -75,6 +75,11 @@ class TorchStoreAdapter:
             raise
 
 
+def _agent_serves_store(value: str) -> bool:
+    """TORCHELASTIC_USE_AGENT_STORE's value: does torchrun's agent serve the store?"""
+    return value.lower() == "true" or value == "1"
+
+
 def _store_from_torch(rank, world_size, timeout):
     """Steps 3 and 4 above; None when neither applies or torch is absent."""
     try:
@@ -89,7 +94,9 @@ def _store_from_torch(rank, world_size, timeout):
         return None
     # Under torchrun (TORCHELASTIC_USE_AGENT_STORE=True) the agent serves
     # the store at MASTER_ADDR:MASTER_PORT; otherwise rank 0 serves it.
-    agent_serves = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    # "true" in any case or "1", as the C side reads it (torch's C++ reads
+    # it as a boolean): docs/collectives.md "Who serves the store".
+    agent_serves = _agent_serves_store(os.environ.get("TORCHELASTIC_USE_AGENT_STORE", ""))
     return dist.TCPStore(addr, int(port), world_size, is_master=(rank == 0 and not agent_serves),
                          timeout=datetime.timedelta(seconds=timeout), wait_for_workers=False)
 

@@ -214,3 +214,12 @@ def test_a_rank_given_to_two_processes_is_refused_through_torchs_store(tmp_path)
         for p in procs:
             p.kill()
             p.communicate()
+
+
+@pytest.mark.parametrize("value,agent", [("True", True), ("true", True), ("TRUE", True), ("1", True),
+                                         ("", False), ("0", False), ("False", False), ("yes", False)])
+def test_torchruns_agent_store_flag_is_read_as_the_c_library_reads_it(value, agent):
+    # src/collectives/group_config.cpp may_serve_tcp_store: "true" in any
+    # case or "1"; the Python group and the C library must agree on who serves.
+    from mlos_training.distributed import _agent_serves_store
+    assert _agent_serves_store(value) is agent
