@@ -9,9 +9,11 @@
 #                                                  # policy and mlos-demo
 #
 # Each mode names every part it switches and its build type (the demo's
-# is Quick: -O1, no debug information), so a full build after a demo
-# build in the same directory turns the rest on and recompiles the rest
-# at RelWithDebInfo. Extra arguments go to the CMake configure step (a
+# is Quick: -O1, no debug information; the full mode's RelWithDebInfo with
+# full debug information, or line tables only with MLOS_DEBUG_INFO=lines in
+# the environment, as scripts/test.sh builds), so a full build after a demo
+# build in the same directory turns the rest on and recompiles the rest at
+# RelWithDebInfo. Extra arguments go to the CMake configure step (a
 # later -DCMAKE_BUILD_TYPE wins); MLOS_BUILD_TARGETS (space-separated)
 # limits what the full mode builds. Prints the optional features the
 # configure step found or left out.
@@ -30,8 +32,8 @@ if [[ $mode == demo ]]; then
          -DMLOS_BUILD_DATALOAD=OFF -DMLOS_BUILD_DEMO=ON)
   targets=(mlos_cli mlos-demo mlos-policyhost mlos-policy-thread-governor)
 else
-  parts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLOS_BUILD_TESTS=ON -DMLOS_BUILD_BENCH=ON -DMLOS_BUILD_DAEMON=ON
-         -DMLOS_BUILD_DATALOAD=ON -DMLOS_BUILD_DEMO=ON)
+  parts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLOS_DEBUG_INFO="${MLOS_DEBUG_INFO:-full}" -DMLOS_BUILD_TESTS=ON -DMLOS_BUILD_BENCH=ON
+         -DMLOS_BUILD_DAEMON=ON -DMLOS_BUILD_DATALOAD=ON -DMLOS_BUILD_DEMO=ON)
   # shellcheck disable=SC2206
   targets=(${MLOS_BUILD_TARGETS:-})
 fi

@@ -148,12 +148,16 @@ TEST(DaemonConfigTest, MergeKeepsKeysNotGiven) {
 
 TEST(DaemonConfigTest, RootOnlyConnectionsAreValidButWarned) {
   DaemonConfig c;
-  EXPECT_TRUE(c.warnings().empty()) << "the defaults warn of nothing";
+  // The defaults' only warnings are about siblings of this binary that
+  // failed the trust test: none in a root-owned checkout, some in one
+  // under /tmp (install_location_test checks those).
+  const std::vector<std::string> located = c.warnings();
+  for (const std::string& w : located) EXPECT_NE(w.find(" is not used: "), std::string::npos) << w;
   ASSERT_TRUE(c.merge({{"max_clients", 8}}));  // the default reserve is 8
-  ASSERT_EQ(c.warnings().size(), 1u);
+  ASSERT_EQ(c.warnings().size(), located.size() + 1);
   EXPECT_NE(c.warnings()[0].find("only root can connect"), std::string::npos) << c.warnings()[0];
   ASSERT_TRUE(c.merge({{"quotas", {{"root_reserved_connections", 7}}}}));
-  EXPECT_TRUE(c.warnings().empty());
+  EXPECT_EQ(c.warnings(), located);
 }
 
 // A bad config is refused as INVALID_ARGUMENT and changes nothing, not even
