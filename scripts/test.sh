@@ -72,9 +72,20 @@ stage_done mypy
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/python tests/monitoring examples/yolo_showcase
 stage_done pytest
 # The benchmark suite's quick mode: every scenario and tool runs once, for a
-# fraction of a second (no timing is judged; scripts/bench.sh measures).
-"$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > /dev/null
-stage_done bench-quick
+# fraction of a second (no timing is judged; scripts/bench.sh measures). It
+# runs beside the sanitizer build's end and its ctest (the tests hold on a
+# busy machine, and the benchmark judges nothing): in its own process group,
+# ended with this script if a stage fails; waited for before mlosd's ASan
+# run, which runs alone.
+bench_log=build/bench-quick.log
+setsid "$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > "$bench_log" 2>&1 &
+bench_pid=$!
+trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; [[ -n "$bench_pid" ]] && kill -- "-$bench_pid" 2>/dev/null; true' EXIT
+bench_done() {
+  wait "$bench_pid" || { tail -n 40 "$bench_log"; echo "test.sh: the quick benchmark failed ($bench_log)"; exit 1; }
+  bench_pid=
+  stage_done "$1"
+}
 
 if [[ -n "$asan_pid" ]]; then
   wait "$asan_pid" || { tail -n 60 build-asan/build.log; echo "test.sh: the sanitizer build failed (build-asan/build.log)"; exit 1; }
@@ -93,9 +104,12 @@ if [[ -n "$asan_pid" ]]; then
      MLOS_DATALOAD_HELPER="$PWD/../build/bin/mlos-dataload" \
      ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint|dataload|gpu)\.')
   stage_done asan-ctest
+  bench_done bench-quick-rest
   # mlosd, its clients and the CLI under ASan/UBSan, through the daemon
   # end-to-end tests (TSan: bash scripts/sanitize_daemon.sh thread).
   bash scripts/sanitize_daemon.sh address,undefined
   stage_done asan-daemon
+else
+  bench_done bench-quick
 fi
 printf 'test.sh: %s\n' "${stage_times[@]}" "total: $SECONDS s"
