@@ -8,18 +8,17 @@ import re
 from vm_helpers import BUILD, REPO, run
 
 
-def test_the_demos_steps_pass_and_place_on_one_node(tmp_path):
+def test_the_demos_steps_pass_on_two_nodes_and_cgroup_v2(tmp_path):
     r = run(["bash", str(REPO / "scripts" / "lib" / "demo_steps.sh"), str(BUILD / "bin")], timeout=300)
     out = r.stdout
     # mlos topo sees the guest's two nodes.
     assert re.search(r"NUMA nodes: 2,", out), out
-    # The training loop ran all its steps on CPUs of one node (0-1 or 2-3),
-    # and its phase profile came out.
-    placed = re.search(r"CPU\(s\) on NUMA node (\d)", out)
-    assert placed, out
+    # The training loop asks for every CPU (nproc: 4), which no single node
+    # has: it got all four, across both nodes, ran its 300 steps and
+    # printed its phase profile.
+    assert re.search(r"4 CPU\(s\) on NUMA node \d", out), out
     cpus = re.search(r"^  CPUs: ([\d ]+)$", out, re.M).group(1).split()
-    node_cpus = {"0": {"0", "1"}, "1": {"2", "3"}}[placed.group(1)]
-    assert set(cpus) <= node_cpus, out
+    assert sorted(cpus) == ["0", "1", "2", "3"], out
     assert "step  300" in out and "phase profile" in out, out
     # mlos run confined the unmodified child to one CPU.
     child = re.search(r"child sees CPUs (\S+), OMP_NUM_THREADS = (\d+)", out)
