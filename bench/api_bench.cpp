@@ -12,14 +12,14 @@
 #include <benchmark/benchmark.h>
 #include <mlos/training.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 namespace {
 

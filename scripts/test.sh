@@ -36,8 +36,9 @@ stage_done build
 # (docs/testing.md). Only what the sanitizer runs execute, unoptimised
 # (faster to build): this stage's tests and sanitize_daemon.sh's targets.
 # Its own process group (setsid), ended with this script if a stage fails.
-asan_pid=
-trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; true' EXIT
+# The quick benchmark (below) runs in the background too, also in its own group.
+asan_pid= bench_pid=
+trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; [[ -n "$bench_pid" ]] && kill -- "-$bench_pid" 2>/dev/null; true' EXIT
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   mkdir -p build-asan
   MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
@@ -80,7 +81,6 @@ stage_done pytest
 bench_log=build/bench-quick.log
 setsid "$venv/bin/python" bench/suite/run.py --quick --out build/bench-quick > "$bench_log" 2>&1 &
 bench_pid=$!
-trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; [[ -n "$bench_pid" ]] && kill -- "-$bench_pid" 2>/dev/null; true' EXIT
 bench_done() {
   wait "$bench_pid" || { tail -n 40 "$bench_log"; echo "test.sh: the quick benchmark failed ($bench_log)"; exit 1; }
   bench_pid=

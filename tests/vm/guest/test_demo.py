@@ -8,7 +8,7 @@ import re
 from vm_helpers import BUILD, REPO, run
 
 
-def test_the_demos_steps_pass_on_two_nodes_and_cgroup_v2(tmp_path):
+def test_the_demos_steps_pass_on_two_nodes_and_cgroup_v2():
     r = run(["bash", str(REPO / "scripts" / "lib" / "demo_steps.sh"), str(BUILD / "bin")], timeout=300)
     out = r.stdout
     # mlos topo sees the guest's two nodes.
