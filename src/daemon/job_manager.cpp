@@ -255,6 +255,7 @@ void JobManager::book(const JobRecord& r, int sign) {
   h.jobs += sign;
   if (r.parent == 0) {
     if (r.exclusive) h.exclusive_cpus += sign * r.cpus.count();
+    if (r.gpus_exclusive) h.exclusive_gpus += sign * static_cast<int>(r.gpus.size());
     h.memory_bytes =
         sign > 0 ? h.memory_bytes + r.memory_bytes : h.memory_bytes - std::min(h.memory_bytes, r.memory_bytes);
   }
@@ -335,10 +336,14 @@ Result<std::vector<std::string>> JobManager::recover() {
   for (auto& [id, j] : jobs_) {
     const uint64_t other = j.record.parent != 0 ? j.record.parent : j.record.host;
     if (other == 0 || jobs_.count(other)) continue;
-    book(j.record, -1);
-    j.record.parent = j.record.host = 0;
-    if (std::string note = share_contended_gpus(j.record); !note.empty()) j.notes.push_back(note);
-    book(j.record, +1);
+    if (j.record.parent != 0) {
+      stand_alone(j, other);
+    } else {
+      book(j.record, -1);
+      j.record.host = 0;
+      if (std::string note = share_contended_gpus(j.record); !note.empty()) j.notes.push_back(note);
+      book(j.record, +1);
+    }
     apply_cgroup(j, true);
     report.push_back("job " + std::to_string(id) + " stands alone: job " + std::to_string(other) + " is gone");
   }
@@ -553,12 +558,14 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   const bool nested =
       envelope != nullptr && (envelope->record.owner != *owner || envelope->record.envelope);
   Live* host = envelope != nullptr && !nested ? envelope : nullptr;
-  const auto held = holdings_.find(peer.uid);
-  if (Status s = check_job_quota(d_.quotas, peer.uid, held == holdings_.end() ? UserHoldings{} : held->second,
-                                 req->exclusive && !nested ? req->num_cpus : 0, nested ? 0 : req->memory_bytes,
-                                 node_cpus());
-      !s) {
-    return s.error();
+  // A nested job's CPUs, memory and GPUs are its envelope's, paid for
+  // once: it counts only as a job here, and must fit inside the envelope.
+  JobAsk ask = quota_ask(req->exclusive ? req->num_cpus : 0, req->memory_bytes,
+                         req->gpus.exclusive ? std::max<int>(req->gpus.count, static_cast<int>(req->gpus.uuids.size())) : 0);
+  if (nested) ask.exclusive_cpus = ask.exclusive_gpus = 0, ask.memory_bytes = 0;
+  if (Status s = check_job_quota(d_.quotas, peer.uid, holdings_of(peer.uid), ask); !s) return s.error();
+  if (nested) {
+    if (Status s = fits_envelope_memory(*envelope, req->memory_bytes); !s) return s.error();
   }
   // The requester's own CPUs bound it too (a rank's share of its
   // envelope, a taskset): it can only narrow itself. So does the cgroup it
@@ -801,6 +808,67 @@ void JobManager::forget(uint64_t id, const std::string& why) {
   rehome_dependents(gone);
 }
 
+UserHoldings JobManager::holdings_of(uint32_t uid) const {
+  auto it = holdings_.find(uid);
+  return it == holdings_.end() ? UserHoldings{} : it->second;
+}
+
+JobAsk JobManager::quota_ask(int exclusive_cpus, uint64_t memory_bytes, int exclusive_gpus) const {
+  return JobAsk{exclusive_cpus, memory_bytes, exclusive_gpus, node_cpus(), node_gpus()};
+}
+
+Status JobManager::fits_envelope_memory(const Live& envelope, uint64_t memory_bytes) const {
+  // An envelope that reserved no memory has none to carve: its nested jobs'
+  // memory_bytes reserve nothing while nested (they have no cgroup of
+  // their own) and meet their owner's quota if the envelope ends first.
+  if (envelope.record.memory_bytes == 0 || memory_bytes == 0) return Status::Ok();
+  uint64_t carved = 0;
+  if (auto c = children_.find(envelope.record.id); c != children_.end()) {
+    for (uint64_t id : c->second) carved += jobs_.at(id).record.memory_bytes;
+  }
+  const uint64_t room = envelope.record.memory_bytes - std::min(carved, envelope.record.memory_bytes);
+  if (memory_bytes <= room) return Status::Ok();
+  return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
+                    "nested in job " + std::to_string(envelope.record.id) + " (the process's envelope, " +
+                        std::to_string(envelope.record.memory_bytes) + " bytes of memory, " + std::to_string(carved) +
+                        " of them given to its nested jobs): asks for " + std::to_string(memory_bytes) +
+                        " bytes, " + std::to_string(room) + " are left");
+}
+
+void JobManager::stand_alone(Live& child, uint64_t gone) {
+  JobRecord& r = child.record;
+  book(r, -1);
+  r.parent = 0;
+  const std::string why = "its envelope (job " + std::to_string(gone) + ") ended";
+  if (r.exclusive) {
+    bool contended = r.cpus.intersects(usage_.exclusive);
+    for (int cpu : r.cpus.to_vector()) contended = contended || usage_.load(cpu) > 0;
+    Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(r.cpus.count(), 0, 0));
+    if (contended || !quota) {
+      r.exclusive = false;
+      child.notes.push_back(why + (contended ? " and other jobs use its CPUs" : ", and " + quota.error().message) +
+                            ": shared from now on, no longer exclusive");
+    }
+  }
+  if (r.memory_bytes > 0) {
+    if (Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(0, r.memory_bytes, 0));
+        !quota) {
+      r.memory_bytes = 0;
+      child.notes.push_back(why + ", and " + quota.error().message + ": its memory is no longer reserved");
+    }
+  }
+  if (std::string note = share_contended_gpus(r); !note.empty()) child.notes.push_back(note);
+  if (r.gpus_exclusive) {
+    const int gpus = static_cast<int>(r.gpus.size());
+    if (Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(0, 0, gpus)); !quota) {
+      r.gpus_exclusive = false;
+      child.notes.push_back(why + ", and " + quota.error().message + ": its GPUs are booked as shared");
+    }
+  }
+  r.confines = confines(r);
+  book(r, +1);
+}
+
 void JobManager::rehome_dependents(const JobRecord& gone) {
   std::vector<uint64_t> changed;
   // Guests: the first becomes the host of the others, and the process
@@ -819,23 +887,12 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
     if (d_.cgroups && next.weight != 0) (void)d_.move_process(next.record.cgroup(), next.record.owner, 0);
   }
   // Nested jobs: their envelope is gone; they become jobs of the node, on
-  // the CPUs they have (shared if another job now shares them).
+  // the CPUs they have, booked against their owners' quotas.
   if (auto c = children_.find(gone.id); c != children_.end()) {
     const std::vector<uint64_t> ids(c->second.begin(), c->second.end());
     for (uint64_t id : ids) {
       Live& child = jobs_.at(id);
-      book(child.record, -1);
-      child.record.parent = 0;
-      child.record.confines = confines(child.record);
-      bool contended = child.record.cpus.intersects(usage_.exclusive);
-      for (int cpu : child.record.cpus.to_vector()) contended = contended || usage_.load(cpu) > 0;
-      if (child.record.exclusive && contended) {
-        child.record.exclusive = child.record.confines = false;
-        child.notes.push_back("its envelope (job " + std::to_string(gone.id) +
-                              ") ended and other jobs use its CPUs: no longer exclusive");
-      }
-      if (std::string note = share_contended_gpus(child.record); !note.empty()) child.notes.push_back(note);
-      book(child.record, +1);
+      stand_alone(child, gone.id);
       apply_cgroup(child, true);
       // Started inside the envelope, which came from there.
       child.record.origin_cgroup = gone.origin_cgroup;

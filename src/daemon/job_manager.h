@@ -247,6 +247,7 @@ class JobManager {
   const std::map<uint32_t, UserHoldings>& holdings() const { return holdings_; }
   const UserQuotas& quotas() const { return d_.quotas; }
   int node_cpus() const { return d_.allowed.count(); }
+  int node_gpus() const { return static_cast<int>(d_.topology.gpus.size()); }
   std::vector<JobSample> samples() const;
   const std::string& cgroup_version() const { return cgroup_version_; }
   // Owner of each job, for the daemon's pidfd watches.
@@ -311,6 +312,17 @@ class JobManager {
   // When a job that others depend on goes: its nested jobs become jobs of
   // the node (and get cgroups of their own), its guests a new host.
   void rehome_dependents(const JobRecord& gone);
+  // Makes nested job `child`, whose envelope (job `gone`) ended, a job of
+  // the node, booked against the node and its owner's quotas as a fresh
+  // grant would be. On CPUs or GPUs other jobs use, or past a quota, it
+  // keeps running: shared, or without its memory reserved, with a note
+  // that `mlos status` shows. Does not touch cgroups.
+  void stand_alone(Live& child, uint64_t gone);
+  // Whether `memory_bytes` more fit the envelope's memory next to what its
+  // nested jobs hold (INSUFFICIENT_MEMORY naming both if not).
+  Status fits_envelope_memory(const Live& envelope, uint64_t memory_bytes) const;
+  UserHoldings holdings_of(uint32_t uid) const;
+  JobAsk quota_ask(int exclusive_cpus, uint64_t memory_bytes, int exclusive_gpus) const;
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
   // The job `who` runs inside, if any: the job whose cgroup holds it, else
   // the innermost envelope owned by it or an ancestor.

@@ -84,7 +84,8 @@ json users_json(const JobManager& jobs, const RequestContext& ctx) {
   json quota{{"connections", q.connections_per_uid},
              {"jobs", q.jobs_per_uid},
              {"exclusive_cpus", q.exclusive_cpu_bound(jobs.node_cpus())},
-             {"memory_bytes", q.memory_bytes_per_uid == 0 ? json(nullptr) : json(q.memory_bytes_per_uid)}};
+             {"memory_bytes", q.memory_bytes_per_uid == 0 ? json(nullptr) : json(q.memory_bytes_per_uid)},
+             {"exclusive_gpus", q.exclusive_gpu_bound(jobs.node_gpus())}};
   json out = json::array();
   for (const auto& [uid, held] : by_uid) {
     json u = held.to_json();

@@ -27,6 +27,8 @@ Status UserQuotas::merge(const json& c) {
         next.jobs_per_uid = int_in_range(v, "quotas." + key, 1, 1 << 20);
       } else if (key == "exclusive_cpus_per_uid") {
         next.exclusive_cpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
+      } else if (key == "exclusive_gpus_per_uid") {
+        next.exclusive_gpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
       } else if (key == "memory_bytes_per_uid") {
         if (!is_non_negative_integer(v)) {
           throw std::invalid_argument("quotas.memory_bytes_per_uid must be a whole number of bytes from 0 to 2^64-1");
@@ -50,6 +52,7 @@ json UserQuotas::to_json() const {
               {"jobs_per_uid", jobs_per_uid},
               {"exclusive_cpus_per_uid", exclusive_cpus_per_uid},
               {"memory_bytes_per_uid", memory_bytes_per_uid},
+              {"exclusive_gpus_per_uid", exclusive_gpus_per_uid},
               {"root_reserved_connections", root_reserved_connections}};
 }
 
@@ -57,31 +60,44 @@ int UserQuotas::exclusive_cpu_bound(int cpus) const {
   return exclusive_cpus_per_uid >= 0 ? exclusive_cpus_per_uid : std::max(1, cpus - 1);
 }
 
-json UserHoldings::to_json() const {
-  return json{{"connections", connections}, {"jobs", jobs}, {"exclusive_cpus", exclusive_cpus},
-              {"memory_bytes", memory_bytes}};
+int UserQuotas::exclusive_gpu_bound(int gpus) const {
+  return exclusive_gpus_per_uid >= 0 ? exclusive_gpus_per_uid : std::max(1, gpus - 1);
 }
 
-Status check_job_quota(const UserQuotas& q, uint32_t uid, const UserHoldings& held, int exclusive_cpus,
-                       uint64_t memory_bytes, int node_cpus) {
+json UserHoldings::to_json() const {
+  return json{{"connections", connections},   {"jobs", jobs},
+              {"exclusive_cpus", exclusive_cpus}, {"memory_bytes", memory_bytes},
+              {"exclusive_gpus", exclusive_gpus}};
+}
+
+Status check_job_quota(const UserQuotas& q, uint32_t uid, const UserHoldings& held, const JobAsk& ask) {
+  const int exclusive_cpus = ask.exclusive_cpus;
+  const uint64_t memory_bytes = ask.memory_bytes;
   if (uid == 0) return Status::Ok();
   if (held.jobs + 1 > q.jobs_per_uid) {
     return make_error(MLOS_ERR_QUOTA, uid_name(uid) + " holds " + std::to_string(held.jobs) +
                                           " jobs, the most one user may hold (quotas.jobs_per_uid)");
   }
-  const int cpu_bound = q.exclusive_cpu_bound(node_cpus);
+  const int cpu_bound = q.exclusive_cpu_bound(ask.node_cpus);
   if (exclusive_cpus > 0 && held.exclusive_cpus + exclusive_cpus > cpu_bound) {
     return make_error(MLOS_ERR_QUOTA, uid_name(uid) + " holds " + std::to_string(held.exclusive_cpus) +
                                           " exclusive CPUs and asks for " + std::to_string(exclusive_cpus) +
                                           " more; one user may hold " + std::to_string(cpu_bound) +
                                           " (quotas.exclusive_cpus_per_uid)");
   }
-  if (q.memory_bytes_per_uid > 0 &&
+  if (q.memory_bytes_per_uid > 0 && memory_bytes > 0 &&
       (memory_bytes > q.memory_bytes_per_uid || held.memory_bytes > q.memory_bytes_per_uid - memory_bytes)) {
     return make_error(MLOS_ERR_QUOTA, uid_name(uid) + " holds " + std::to_string(held.memory_bytes) +
                                           " bytes of job memory and asks for " + std::to_string(memory_bytes) +
                                           " more; one user may hold " + std::to_string(q.memory_bytes_per_uid) +
                                           " (quotas.memory_bytes_per_uid)");
+  }
+  const int gpu_bound = q.exclusive_gpu_bound(ask.node_gpus);
+  if (ask.exclusive_gpus > 0 && held.exclusive_gpus + ask.exclusive_gpus > gpu_bound) {
+    return make_error(MLOS_ERR_QUOTA, uid_name(uid) + " holds " + std::to_string(held.exclusive_gpus) +
+                                          " exclusive GPUs and asks for " + std::to_string(ask.exclusive_gpus) +
+                                          " more; one user may hold " + std::to_string(gpu_bound) +
+                                          " (quotas.exclusive_gpus_per_uid)");
   }
   return Status::Ok();
 }

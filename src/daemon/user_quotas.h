@@ -22,6 +22,10 @@ struct UserQuotas {
   // user alone never holds the whole node exclusively.
   int exclusive_cpus_per_uid = -1;
   uint64_t memory_bytes_per_uid = 0;  // summed memory_bytes of a uid's jobs; 0: no bound
+  // -1: all but one of the node's GPUs (at least 1), as for CPUs. Counts
+  // GPUs held exclusively (a GPU claim's default); shared claims take no
+  // GPU from anyone.
+  int exclusive_gpus_per_uid = -1;
   int root_reserved_connections = 8;  // of max_clients, accepted only for root
 
   // The "quotas" object of the config file: every key optional, unknown
@@ -30,6 +34,8 @@ struct UserQuotas {
   nlohmann::json to_json() const;
   // exclusive_cpus_per_uid with -1 resolved for a node of `cpus` CPUs.
   int exclusive_cpu_bound(int cpus) const;
+  // exclusive_gpus_per_uid with -1 resolved for a node of `gpus` GPUs.
+  int exclusive_gpu_bound(int gpus) const;
 };
 
 // What one uid holds now.
@@ -38,16 +44,25 @@ struct UserHoldings {
   int jobs = 0;
   int exclusive_cpus = 0;
   uint64_t memory_bytes = 0;
+  int exclusive_gpus = 0;
 
   bool empty() const { return connections == 0 && jobs == 0; }
   nlohmann::json to_json() const;
 };
 
-// Whether `uid`, holding `held`, may take one more job of `exclusive_cpus`
-// exclusive CPUs (0 for a shared job) and `memory_bytes`, on a node of
-// `node_cpus` CPUs. MLOS_ERR_QUOTA naming the bound and what is held if not.
-Status check_job_quota(const UserQuotas& q, uint32_t uid, const UserHoldings& held, int exclusive_cpus,
-                       uint64_t memory_bytes, int node_cpus);
+// What one more job would add to its uid's holdings, and the node's size
+// that the -1 defaults resolve against.
+struct JobAsk {
+  int exclusive_cpus = 0;  // 0 for a shared job
+  uint64_t memory_bytes = 0;
+  int exclusive_gpus = 0;
+  int node_cpus = 0;
+  int node_gpus = 0;
+};
+
+// Whether `uid`, holding `held`, may take one more job asking `ask`.
+// MLOS_ERR_QUOTA naming the bound and what is held if not.
+Status check_job_quota(const UserQuotas& q, uint32_t uid, const UserHoldings& held, const JobAsk& ask);
 // Whether a new connection of `uid` may be accepted, with `total` clients
 // connected of `max_clients`.
 Status check_connection_quota(const UserQuotas& q, uint32_t uid, const UserHoldings& held, int total,

@@ -41,6 +41,7 @@ json full_config() {
                {{"connections_per_uid", 4},
                 {"jobs_per_uid", 100},
                 {"exclusive_cpus_per_uid", 2},
+                {"exclusive_gpus_per_uid", 1},
                 {"memory_bytes_per_uid", 1 << 30},
                 {"root_reserved_connections", 2}}},
               {"arbitration", {{"phase_weights", {{"BACKWARD", 300}, {"IDLE", 1}}}}},

@@ -997,6 +997,95 @@ TEST_F(JobManagerQuotaTest, HoldingsAreRebuiltFromTheRegistryAfterARestart) {
   EXPECT_EQ(third.error().code, MLOS_ERR_QUOTA);
 }
 
+// The red team's bypass (issue 47, finding 1): a user at their quota runs
+// `mlos run --cpus 1 -- CMD`, the command asks for an exclusive job nested
+// in that envelope (it counts nothing while nested), and the envelope's
+// owner exits. The re-homed job must meet the quota, not hold the CPU.
+class JobManagerReHomeQuotaTest : public JobManagerQuotaTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(JobManagerReHomeQuotaTest, ANestedJobReHomedPastTheQuotaKeepsRunningSharedWithANote) {
+  const int bound = GetParam();
+  auto m = make_manager_with({{"exclusive_cpus_per_uid", bound}});
+  const auto alice = spawn(101, kAlice);
+  if (bound > 0) {
+    ASSERT_TRUE(m->request(alice, {{"num_cpus", bound}, {"exclusive", true}}, {}).ok());
+  }
+  const auto run = spawn(102, kAlice);
+  auto envelope = m->request(run, {{"num_cpus", 1}, {"envelope", true}}, {});
+  ASSERT_TRUE(envelope.ok()) << envelope.error().describe();
+  const uint64_t envelope_id = (*envelope)["job"];
+  const auto command = spawn(103, kAlice);  // setsid()s, still in the envelope's cgroup
+  ASSERT_TRUE(cgroups_->attach("job-" + std::to_string(envelope_id), 103));
+  auto nested = m->request(command, {{"num_cpus", 1}, {"exclusive", true}}, {});
+  ASSERT_TRUE(nested.ok()) << nested.error().describe();
+  const uint64_t id = (*nested)["job"];
+  EXPECT_EQ(find_job(m->status(), id)["nested_in"], envelope_id);
+  ASSERT_TRUE(m->release(run, envelope_id));  // the envelope's owner exits
+  const json job = find_job(m->status(), id);
+  EXPECT_TRUE(job["nested_in"].is_null()) << "re-homed: a job of the node";
+  EXPECT_EQ(job["exclusive"], false) << job.dump();
+  EXPECT_NE(job["notes"].dump().find("exclusive_cpus_per_uid"), std::string::npos) << job.dump();
+  EXPECT_EQ(m->holdings().at(kAlice).exclusive_cpus, bound) << "no CPU past the quota";
+  // Bob's shared job still finds every CPU Alice does not hold.
+  EXPECT_TRUE(m->request(spawn(201, kBob), {{"num_cpus", 8 - bound}}, {}).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AtAndWithoutAQuota, JobManagerReHomeQuotaTest, ::testing::Values(2, 0));
+
+TEST_F(JobManagerQuotaTest, NestedJobsFitTheirEnvelopesMemoryAndMeetTheQuotaWhenReHomed) {
+  constexpr uint64_t kMiB = 1 << 20;
+  auto m = make_manager_with({{"memory_bytes_per_uid", 1024 * kMiB}});
+  const auto run = spawn(101, kAlice);
+  ASSERT_TRUE(m->request(run, {{"num_cpus", 2}, {"envelope", true}, {"memory_bytes", 256 * kMiB}}, {}).ok());
+  // Four 1 GiB jobs do not fit a 256 MiB envelope: not one.
+  auto big = m->request(run, {{"num_cpus", 1}, {"memory_bytes", 1024 * kMiB}}, {});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, MLOS_ERR_INSUFFICIENT_MEMORY);
+  EXPECT_NE(big.error().message.find("nested in job 1"), std::string::npos) << big.error().message;
+  ASSERT_TRUE(m->request(run, {{"num_cpus", 1}, {"memory_bytes", 200 * kMiB}}, {}).ok());
+  auto past = m->request(run, {{"num_cpus", 1}, {"memory_bytes", 100 * kMiB}}, {});
+  ASSERT_FALSE(past.ok()) << "200 of the 256 MiB are carved already";
+  EXPECT_TRUE(m->request(run, {{"num_cpus", 1}, {"memory_bytes", 56 * kMiB}}, {}).ok());
+  // An envelope that reserved no memory carves none: its nested jobs'
+  // memory is checked against the quota when the envelope ends.
+  const auto run2 = spawn(102, kAlice);
+  ASSERT_TRUE(m->request(run2, {{"num_cpus", 1}, {"envelope", true}}, {}).ok());  // job 4
+  const auto command = spawn(103, kAlice);
+  ASSERT_TRUE(cgroups_->attach("job-4", 103));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(m->request(command, {{"num_cpus", 1}, {"memory_bytes", 512 * kMiB}}, {}).ok());
+  ASSERT_TRUE(m->release(run2, 4));
+  EXPECT_LE(m->holdings().at(kAlice).memory_bytes, 1024 * kMiB);
+  int unreserved = 0;
+  for (uint64_t id = 5; id <= 8; ++id) {
+    const json job = find_job(m->status(), id);
+    if (job["notes"].dump().find("no longer reserved") != std::string::npos) ++unreserved;
+  }
+  EXPECT_EQ(unreserved, 3) << "256 MiB were held by the first envelope, one 512 MiB job fits beside it";
+}
+
+TEST_F(JobManagerQuotaTest, ExclusiveGpusPerUidKeepsAGpuForOthers) {
+  JobManagerDeps d = deps();
+  d.quotas = UserQuotas{};
+  for (int i = 0; i < 2; ++i) {
+    Gpu g;
+    g.uuid = "GPU-" + std::to_string(i);
+    g.nvml_index = i;
+    g.numa_node = i;
+    d.topology.gpus.push_back(g);
+  }
+  JobManager m(std::move(d));
+  const auto alice = spawn(101, kAlice);
+  auto both = m.request(alice, {{"num_cpus", 1}, {"num_gpus", 2}}, {});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().code, MLOS_ERR_QUOTA);
+  ASSERT_TRUE(m.request(alice, {{"num_cpus", 1}, {"num_gpus", 1}}, {}).ok());
+  EXPECT_EQ(m.holdings().at(kAlice).exclusive_gpus, 1);
+  EXPECT_FALSE(m.request(alice, {{"num_cpus", 1}, {"num_gpus", 1}}, {}).ok());
+  EXPECT_TRUE(m.request(alice, {{"num_cpus", 1}, {"num_gpus", 1}, {"exclusive_gpus", false}}, {}).ok())
+      << "shared GPU claims take no GPU from anyone";
+  EXPECT_TRUE(m.request(spawn(201, kBob), {{"num_cpus", 1}, {"num_gpus", 1}, {"exclusive_gpus", false}}, {}).ok());
+}
+
 // ---- persistence and recovery ----
 
 TEST_F(JobManagerTest, RecoverAdoptsLiveJobsPrunesDeadOnesAndRemovesStrayCgroups) {

@@ -64,9 +64,30 @@ TEST(UserQuotasTest, MemoryBoundDoesNotOverflow) {
   q.memory_bytes_per_uid = 100;
   UserHoldings held;
   held.memory_bytes = 60;
-  EXPECT_TRUE(check_job_quota(q, 1000, held, 0, 40, 8).ok());
-  EXPECT_EQ(check_job_quota(q, 1000, held, 0, 41, 8).error().code, MLOS_ERR_QUOTA);
-  EXPECT_EQ(check_job_quota(q, 1000, held, 0, UINT64_MAX, 8).error().code, MLOS_ERR_QUOTA);
+  EXPECT_TRUE(check_job_quota(q, 1000, held, JobAsk{0, 40, 0, 8, 0}).ok());
+  EXPECT_EQ(check_job_quota(q, 1000, held, JobAsk{0, 41, 0, 8, 0}).error().code, MLOS_ERR_QUOTA);
+  EXPECT_EQ(check_job_quota(q, 1000, held, JobAsk{0, UINT64_MAX, 0, 8, 0}).error().code, MLOS_ERR_QUOTA);
+  // A uid already past the bound (a config reload lowered it) may still
+  // take jobs that ask for no memory.
+  held.memory_bytes = 200;
+  EXPECT_TRUE(check_job_quota(q, 1000, held, JobAsk{1, 0, 0, 8, 0}).ok());
+}
+
+TEST(UserQuotasTest, ExclusiveGpusAreBoundedLikeCpus) {
+  UserQuotas q;
+  EXPECT_EQ(q.exclusive_gpu_bound(2), 1);
+  EXPECT_EQ(q.exclusive_gpu_bound(1), 1);
+  EXPECT_EQ(q.exclusive_gpu_bound(8), 7);
+  UserHoldings held;
+  held.exclusive_gpus = 1;
+  auto over = check_job_quota(q, 1000, held, JobAsk{0, 0, 1, 8, 2});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, MLOS_ERR_QUOTA);
+  EXPECT_NE(over.error().message.find("exclusive_gpus_per_uid"), std::string::npos) << over.error().message;
+  EXPECT_TRUE(check_job_quota(q, 0, held, JobAsk{0, 0, 2, 8, 2}).ok()) << "root is exempt";
+  ASSERT_TRUE(q.merge({{"exclusive_gpus_per_uid", 2}}).ok());
+  EXPECT_TRUE(check_job_quota(q, 1000, held, JobAsk{0, 0, 1, 8, 2}).ok());
+  EXPECT_FALSE(q.merge({{"exclusive_gpus_per_uid", -2}}).ok());
 }
 
 }  // namespace
