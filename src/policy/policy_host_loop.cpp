@@ -125,6 +125,12 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
         policy_->memory_pressure_changed(state_, non_negative_field(args, "job"),
                                          int_in_range(args.at("level"), "level", 0, 2));
       }
+    } else if (req.op == "figures") {
+      // Part of a tick's figures (PolicyHosts::enqueue_tick): recorded
+      // for the tick that follows; no policy code runs.
+      const json& jobs = args.at("jobs");
+      if (!jobs.is_array()) throw std::invalid_argument("'jobs' must be an array");
+      for (const json& f : jobs) remember(f);
     } else if (req.op == "tick") {
       const json& jobs = args.at("jobs");
       if (!jobs.is_array()) throw std::invalid_argument("'jobs' must be an array");

@@ -138,6 +138,30 @@ void PolicyHosts::enqueue(Loaded& l, Event e) {
   dispatch(l);
 }
 
+void PolicyHosts::enqueue_tick(Loaded& l) {
+  for (const Event& q : l.queue) {
+    if (q.op == "tick") return;  // see enqueue(): no backlog of ticks
+  }
+  // Every job's figures, in frames of at most kMaxTickFiguresBytes: all
+  // but the last as "figures" events (the host only records them), the
+  // last as the tick itself, so the policy's tick sees them all fresh
+  // whatever the number of jobs. Events go one at a time, in order.
+  json chunk = json::array();
+  size_t bytes = 0;
+  for (const auto& [job, config] : l.jobs) {
+    json f = figures_json(job);
+    const size_t size = f.dump().size() + 1;
+    if (!chunk.empty() && bytes + size > kMaxTickFiguresBytes) {
+      enqueue(l, Event{"figures", json{{"jobs", std::move(chunk)}}, 0});
+      chunk = json::array();
+      bytes = 0;
+    }
+    chunk.push_back(std::move(f));
+    bytes += size;
+  }
+  enqueue(l, Event{"tick", json{{"jobs", std::move(chunk)}}, 0});
+}
+
 void PolicyHosts::dispatch(Loaded& l) {
   if (!l.host || l.in_flight || l.queue.empty() || l.state == State::kFailed) return;
   Event e = std::move(l.queue.front());
@@ -395,10 +419,8 @@ void PolicyHosts::poll() {
       }
     }
     if (l.state == State::kRunning && !l.jobs.empty() && t >= l.next_tick_ns) {
-      json jobs = json::array();
-      for (const auto& [job, config] : l.jobs) jobs.push_back(figures_json(job));
       l.next_tick_ns = t + static_cast<uint64_t>(l.info.tick_interval_ms) * kMs;
-      enqueue(l, Event{"tick", json{{"jobs", std::move(jobs)}}, 0});
+      enqueue_tick(l);
     }
     if (l.jobs.empty() && !l.pinned && !l.in_flight && l.queue.empty() &&
         elapsed(t, l.idle_since_ns) >= static_cast<uint64_t>(o_.unload_grace_ms) * kMs) {

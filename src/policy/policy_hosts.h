@@ -154,6 +154,9 @@ class PolicyHosts {
   Status start(Loaded& l);
   void fail(Loaded& l, const std::string& why);
   void enqueue(Loaded& l, Event e);
+  // Queues a tick with every attached job's figures, split over as many
+  // events as the host frame bound needs (kMaxTickFiguresBytes each).
+  void enqueue_tick(Loaded& l);
   // Sends event `op` (with the job's figures added) to every running
   // policy `job` uses.
   void notify(uint64_t job, const std::string& op, nlohmann::json args);

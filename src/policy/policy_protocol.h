@@ -40,6 +40,11 @@ constexpr size_t kMaxActionPathBytes = 128 * 1024;
 constexpr size_t kMaxLogsPerReply = 16;
 constexpr size_t kMaxLogLength = 512;
 constexpr uint32_t kMaxHostPayload = 256 * 1024;  // either direction
+// The figures one tick (or "figures") event carries, in JSON bytes: half a
+// frame, leaving the rest to the event's read logs. A policy of more jobs
+// gets its figures over several events before its tick (about 300 jobs an
+// event at some 400 bytes each).
+constexpr size_t kMaxTickFiguresBytes = kMaxHostPayload / 2;
 
 // Whether `name` is a policy name: [a-z0-9-]{1,63}, not starting with '-'.
 bool valid_policy_name(const std::string& name);

@@ -4,6 +4,9 @@
 // restarted with growing backoff after failures.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "policy_test_support.h"
 
 namespace mlos::policy::testing {
@@ -144,6 +147,28 @@ TEST(PolicyLifecycleTest, PinnedPolicyStaysWithoutJobsUntilUnloaded) {
   EXPECT_TRUE(h.hosts().status().empty());
   EXPECT_FALSE(process_exists(pid));
   EXPECT_EQ(h.hosts().unload("counter").error().code, MLOS_ERR_NOT_FOUND);
+}
+
+// Issue 47, finding 2: a policy of a few hundred jobs (the default policies
+// are attached to every job) overflowed the host frame with one tick's
+// figures, and failed at every tick. Its figures now come over as many
+// frames as they need, all before the tick.
+TEST(PolicyLifecycleTest, ATickOfMoreJobsThanOneFrameHoldsSeesEveryJobsFiguresFresh) {
+  Harness h(lifecycle_options());
+  constexpr uint64_t kJobs = 2000;
+  for (uint64_t job = 1; job <= kJobs; ++job) {
+    h.owner().add_job(job);
+    // A long CPU list: some 600 bytes of figures a job, 1.2 MB for all.
+    std::snprintf(h.owner().figures[job].cpus, sizeof h.owner().figures[job].cpus, "%s",
+                  std::string(200, '0').append("-1").c_str());
+    ASSERT_TRUE(h.hosts().attach("fresh-figures", job, json::object()).ok()) << job;
+  }
+  for (auto& [job, f] : h.owner().figures) f.phase = MLOS_TRAINING_PHASE_BACKWARD;
+  ASSERT_TRUE(h.tick_once("fresh-figures"));
+  const json st = h.status_of("fresh-figures");
+  EXPECT_EQ(st["failures"], 0) << st.dump();
+  EXPECT_EQ(st["ticks"], 1);
+  EXPECT_TRUE(h.owner().logged("fresh-figures: 2000 of 2000 jobs in BACKWARD"));
 }
 
 }  // namespace
