@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "os/trusted_path.h"
 #include "policy/policy_protocol.h"
 
 namespace mlos::policy {
@@ -15,16 +16,6 @@ namespace mlos::policy {
 namespace {
 
 constexpr std::string_view kSuffix = ".so";
-
-// "" when `st` passes, else the reason.
-std::string distrust(const struct stat& st, std::optional<uid_t> also) {
-  if (st.st_uid != 0 && (!also || st.st_uid != *also)) {
-    return "owned by uid " + std::to_string(st.st_uid) + (also ? ", neither root nor uid " + std::to_string(*also)
-                                                               : ", not root");
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by its group or by others";
-  return "";
-}
 
 }  // namespace
 
@@ -44,8 +35,14 @@ Result<PolicyCatalog> scan_policy_dir(const std::string& dir, std::optional<uid_
     return make_sys_error(errno, "policy directory " + dir);
   }
   if (!S_ISDIR(st.st_mode)) return make_error(MLOS_ERR_INVALID_ARGUMENT, "policy directory " + dir + " is not a directory");
-  if (std::string why = distrust(st, also_trusted); !why.empty()) {
+  if (std::string why = os::untrusted_owner_reason(st, also_trusted); !why.empty()) {
     return make_error(MLOS_ERR_PERMISSION, "policy directory " + dir + " is " + why + ": no policy is loaded from it");
+  }
+  // And every directory above it: whoever may rename one may swap the
+  // whole directory for theirs.
+  if (std::string why = os::untrusted_reason(dir, also_trusted); !why.empty()) {
+    return make_error(MLOS_ERR_PERMISSION, "policy directory " + dir + " is not trusted (" + why +
+                                               "): no policy is loaded from it");
   }
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
   if (!d) return make_sys_error(errno, "policy directory " + dir);
@@ -65,7 +62,7 @@ Result<PolicyCatalog> scan_policy_dir(const std::string& dir, std::optional<uid_
     } else if (!valid_policy_name(name)) {
       why = "'" + name + "' is not a policy name ([a-z0-9-]{1,63})";
     } else {
-      why = distrust(fs, also_trusted);
+      why = os::untrusted_owner_reason(fs, also_trusted);
     }
     if (why.empty()) {
       catalog.policies.push_back(CatalogEntry{name, path});

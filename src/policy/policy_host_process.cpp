@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "os/spawn_process.h"
+#include "os/trusted_path.h"
 #include "os/unix_socket.h"
 
 namespace mlos::policy {
@@ -21,6 +22,7 @@ using nlohmann::json;
 namespace {
 
 constexpr int kHostFd = 3;
+constexpr int kModuleFd = 4;
 
 uint64_t monotonic_ms() {
   timespec ts{};
@@ -31,15 +33,30 @@ uint64_t monotonic_ms() {
 }  // namespace
 
 Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLaunch& launch) {
+  if (geteuid() == 0) {
+    if (std::string why = os::untrusted_reason(launch.host_binary); !why.empty()) {
+      return make_error(MLOS_ERR_PERMISSION, "the policy host " + launch.host_binary +
+                                                 " is not run (it would start as root): " + why);
+    }
+  }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return make_sys_error(errno, "socketpair for policy host");
   }
-  os::UniqueFd ours(pair[0]), theirs(pair[1]);
-  if (theirs.get() == kHostFd) {  // dup2 onto itself would keep close-on-exec
-    os::UniqueFd moved(fcntl(theirs.get(), F_DUPFD_CLOEXEC, kHostFd + 1));
-    if (!moved.valid()) return make_sys_error(errno, "dup for policy host");
-    theirs = std::move(moved);
+  os::UniqueFd ours(pair[0]), theirs(pair[1]), module;
+  // A descriptor already at a number the child gets would be dup2()ed onto
+  // itself (keeping close-on-exec) or overwritten before it is copied:
+  // such ones are moved above both numbers first.
+  auto above_targets = [](int fd) { return os::UniqueFd(fcntl(fd, F_DUPFD_CLOEXEC, kModuleFd + 1)); };
+  if (theirs.get() == kHostFd || theirs.get() == kModuleFd) {
+    theirs = above_targets(theirs.get());
+    if (!theirs.valid()) return make_sys_error(errno, "dup for policy host");
+  }
+  int module_fd = launch.module_fd;
+  if (module_fd == kHostFd || module_fd == kModuleFd) {
+    module = above_targets(module_fd);
+    if (!module.valid()) return make_sys_error(errno, "dup for policy host");
+    module_fd = module.get();
   }
   const std::string parent = std::to_string(getpid()), fd = std::to_string(kHostFd),
                     memory = std::to_string(launch.memory_limit);
@@ -49,7 +66,13 @@ Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLa
     args.push_back("--run-as");
     args.push_back(launch.run_as);
   }
-  auto pid = os::spawn_process(launch.host_binary, args, {{theirs.get(), kHostFd}}, "policy host");
+  std::vector<os::SpawnedFd> fds{{theirs.get(), kHostFd}};
+  if (module_fd >= 0) {
+    args.push_back("--policy-fd");
+    args.push_back(std::to_string(kModuleFd));
+    fds.push_back({module_fd, kModuleFd});
+  }
+  auto pid = os::spawn_process(launch.host_binary, args, fds, "policy host");
   if (!pid) return pid.error();
   return std::unique_ptr<PolicyHostProcess>(new PolicyHostProcess(*pid, std::move(ours)));
 }

@@ -27,12 +27,19 @@ struct HostLaunch {
   std::string name;          // the policy's name
   std::string run_as;        // user to become when started as root ("" = the host's default, nobody)
   uint64_t memory_limit = 512ull << 20;  // the host's RLIMIT_AS
+  // The shared object, opened and checked (open_trusted_module); the host
+  // loads this descriptor, not policy_path. -1: the host opens the path.
+  int module_fd = -1;
 };
 
 class PolicyHostProcess {
  public:
-  // posix_spawn()s the host with an empty environment and the socket as fd
-  // 3. The host is running when this returns, not yet initialised.
+  // posix_spawn()s the host with an empty environment, the socket as fd 3
+  // and the module as fd 4. The host is running when this returns, not
+  // yet initialised. Started by root, the host binary must pass
+  // os::untrusted_reason (root's file in root's directories: it runs as
+  // root until it drops to its user), else PERMISSION naming why and
+  // nothing runs.
   static Result<std::unique_ptr<PolicyHostProcess>> spawn(const HostLaunch& launch);
   ~PolicyHostProcess();  // terminate()
   PolicyHostProcess(const PolicyHostProcess&) = delete;

@@ -8,6 +8,7 @@
 #include "mlos/log.h"
 #include "os/log_sink.h"
 #include "os/process_memory.h"
+#include "policy/trusted_module.h"
 
 namespace mlos::policy {
 
@@ -91,7 +92,10 @@ Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_start(const std::string& nam
 }
 
 Status PolicyHosts::start(Loaded& l) {
-  HostLaunch launch{o_.host_binary, l.path, l.name, o_.run_as, o_.memory_limit};
+  auto module = open_trusted_module(l.path, o_.also_trusted);
+  if (!module) return module.error();
+  if (o_.after_module_check) o_.after_module_check(l.path);
+  HostLaunch launch{o_.host_binary, l.path, l.name, o_.run_as, o_.memory_limit, module->get()};
   auto host = PolicyHostProcess::spawn(launch);
   if (!host) return host.error();
   l.host = std::move(*host);

@@ -55,6 +55,9 @@ struct PolicyHostsOptions {
   int stable_after_ms = 60000;        // a host up this long starts its next backoff afresh
   nlohmann::json node_config = nlohmann::json::object();  // {"<policy>": {...}} given to init
   std::map<std::string, uint32_t> tick_interval_ms;       // per policy, over its own tick_interval_ms
+  // Tests only: runs after a policy's file was opened and checked, before
+  // its host starts (where a swapped directory must make no difference).
+  std::function<void(const std::string& path)> after_module_check;
 };
 
 class PolicyHosts {

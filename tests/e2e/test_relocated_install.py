@@ -41,6 +41,8 @@ def untrusted(path: Path) -> str:
     p = path.resolve()
     for component in [p, *p.parents]:
         st = component.stat()
+        if component != p and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX and st.st_uid == 0:
+            continue  # a sticky directory of root's above the path (/tmp)
         if st.st_uid != 0:
             return f"{component} is owned by uid {st.st_uid}"
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -177,11 +179,19 @@ def test_a_relocated_mlosd_uses_its_siblings_only_when_root_alone_could_have_wri
         shutil.rmtree(p, ignore_errors=True)
 
 
-def test_a_mlosd_relocated_under_tmp_keeps_its_configured_paths(mlos, tmp_path):
-    # /tmp is writable by everyone: nothing under it is run by root's mlosd.
+def test_a_mlosd_relocated_under_tmp_uses_only_what_root_alone_could_have_placed(mlos, tmp_path):
+    # /tmp is writable by everyone but sticky: only an entry's owner may
+    # rename it there, so root's own directories under it are root's alone
+    # (os/trusted_path.h). Another user's directory on the way is not.
     under_tmp = install(tmp_path / "prefix")
+    why = untrusted(under_tmp / "lib" / "mlos" / "policies")
+    if why:
+        pytest.skip(f"the temporary directory fails the trust test here ({why})")
+    policies, _ = check_config(under_tmp / "sbin" / "mlosd", mlos, tmp_path)
+    assert policies["dir"] == str(under_tmp / "lib" / "mlos" / "policies")
+    os.chown(under_tmp, 4321, 4321)
     policies, err = check_config(under_tmp / "sbin" / "mlosd", mlos, tmp_path)
     configured = configured_prefix()
     assert policies["dir"] == f"{configured}/lib/mlos/policies"
     assert policies["host"] == f"{configured}/libexec/mlos/mlos-policyhost"
-    assert "is not used:" in err and "writable by its group or by others" in err, err
+    assert "is not used:" in err and f"{under_tmp} is owned by uid 4321, not root" in err, err

@@ -91,6 +91,21 @@ TEST_F(TrustedPath, AFileOwnedByAnotherUserIsNamed) {
   EXPECT_EQ(untrusted_reason(dir_ + "/host"), dir_ + "/host is owned by uid 4321, not root");
 }
 
+TEST_F(TrustedPath, AStickyDirectoryOfRootsAboveIsPassedButNotAsTheLeaf) {
+  char tmpl[] = "/tmp/mlos-trust-sticky-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string under_tmp = tmpl;
+  chmod(under_tmp.c_str(), 0755);
+  std::ofstream(under_tmp + "/host") << "x";
+  chmod((under_tmp + "/host").c_str(), 0755);
+  EXPECT_EQ(untrusted_reason(under_tmp + "/host"), "") << "only root can rename root's entry in /tmp";
+  EXPECT_EQ(untrusted_reason("/tmp"), "/tmp is writable by its group or by others") << "but anyone may add to /tmp";
+  ASSERT_EQ(chown(under_tmp.c_str(), 4321, 4321), 0);
+  EXPECT_EQ(untrusted_reason(under_tmp + "/host"), under_tmp + " is owned by uid 4321, not root");
+  EXPECT_EQ(untrusted_reason(under_tmp + "/host", 4321), "") << "the trusted user's own directory";
+  std::system(("rm -rf '" + under_tmp + "'").c_str());
+}
+
 TEST_F(TrustedPath, ASymlinkIsJudgedByWhereItLeads) {
   ASSERT_EQ(symlink("/tmp", (dir_ + "/to-tmp").c_str()), 0);
   const std::string why = untrusted_reason(dir_ + "/to-tmp");

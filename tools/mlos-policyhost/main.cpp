@@ -6,7 +6,7 @@
 // the conversation needs (seccomp), and serves policy/policy_protocol.h
 // until told to stop or its parent goes. Dies with its parent.
 //
-//   mlos-policyhost --policy PATH --name NAME --fd N [--run-as USER]
+//   mlos-policyhost --policy PATH --name NAME --fd N [--policy-fd M] [--run-as USER]
 //                   [--memory-limit BYTES] [--parent PID]
 //   mlos-policyhost --policy PATH --name NAME --describe
 //
@@ -58,12 +58,15 @@ int main(int argc, char** argv) {
   CLI::App app{"mlos-policyhost: runs one mlOS policy module, confined (started by mlosd or libmlos)"};
   std::string path, name, run_as;
   int fd = -1;
+  int policy_fd = -1;
   long parent = 0;
   uint64_t memory_limit = 512ull << 20;
   bool describe_only = false;
   app.add_option("--policy", path, "the policy's shared object")->required();
   app.add_option("--name", name, "the policy's name (the file must call itself this)")->required();
   app.add_option("--fd", fd, "the socket to serve (a socketpair end)")->check(CLI::NonNegativeNumber);
+  app.add_option("--policy-fd", policy_fd, "the policy's shared object, opened and checked by the parent (PATH then only names it)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--run-as", run_as, "the user to become when started as root (default: nobody)");
   app.add_option("--memory-limit", memory_limit, "address-space limit in bytes (RLIMIT_AS)");
   app.add_option("--parent", parent, "the parent's pid: exit at once if it is already gone");
@@ -93,10 +96,12 @@ int main(int argc, char** argv) {
     if (pw == nullptr) return refuse(fd, mlos::make_error(MLOS_ERR_INVALID_ARGUMENT, "no user '" + run_as + "'"));
     user = std::make_pair(pw->pw_uid, pw->pw_gid);
   }
-  // Opened with the identity the host was started with and loaded through
-  // the descriptor after the drop: root's trusted file may lie where
-  // nobody cannot reach it (a checkout in /root).
-  os::UniqueFd module(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Loaded through a descriptor after the drop: root's trusted file may
+  // lie where nobody cannot reach it (a checkout in /root). With
+  // --policy-fd it is the file mlosd (or libmlos) opened and checked, so
+  // what is loaded is what was checked, whatever happens to the path
+  // meanwhile; otherwise (--describe by hand) the path opened now.
+  os::UniqueFd module(policy_fd >= 0 ? policy_fd : open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!module.valid()) {
     return refuse(fd, mlos::make_error(MLOS_ERR_NOT_FOUND, "cannot load policy " + path + ": " + strerror(errno)));
   }
