@@ -68,10 +68,38 @@ json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, 
   RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size(), &connections_by_uid_};
   if (gpus_) ctx.gpu_figures = [this] { return gpus_->figures(); };
   json reply = handle_request(jobs_, ctx, peer, req, std::move(fd));
-  if (req.op == "request" && reply.value("ok", false) && reply.contains("job")) {
+  after_reply(req.op, reply);
+  return reply;
+}
+
+void ControlServer::after_reply(const std::string& op, const json& reply) {
+  if (op == "request" && reply.value("ok", false) && reply.contains("job")) {
     if (auto owner = jobs_.owner_of(reply["job"].get<uint64_t>())) watch_owner(reply["job"].get<uint64_t>(), *owner);
   }
-  return reply;
+}
+
+void ControlServer::deliver_finished() {
+  for (auto done = jobs_.take_finished_replies(); !done.empty(); done = jobs_.take_finished_replies()) {
+    for (auto& [token, result] : done) {
+      auto p = pending_replies_.find(token);
+      if (p == pending_replies_.end()) continue;
+      const PendingReply who = p->second;
+      pending_replies_.erase(p);
+      json reply = result ? json{{"id", who.request_id}, {"ok", true}} : error_reply(who.request_id, result.error());
+      if (result) reply.update(*result);
+      after_reply(who.op, reply);
+      auto c = clients_.find(who.fd);
+      if (c == clients_.end() || c->second->serial != who.serial) continue;  // it hung up meanwhile
+      Client& client = *c->second;
+      queue_reply(client, reply);
+      client.waiting = false;
+      serve_frames(client);
+      flush(client);
+      if (client.closing && client.out.empty()) close_client(who.fd);
+    }
+  }
+  sync_memory_wakeups();
+  sync_policy_fds();
 }
 
 void ControlServer::queue_reply(Client& c, const json& reply) {
@@ -95,7 +123,8 @@ void ControlServer::flush(Client& c) {
     c.out.erase(0, static_cast<size_t>(n));
   }
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT));
+  ev.events = (c.waiting ? 0u : static_cast<uint32_t>(EPOLLIN)) | EPOLLRDHUP |
+              (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT));
   ev.data.u64 = kClient | static_cast<uint32_t>(c.fd.get());
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
 }
@@ -183,6 +212,7 @@ void ControlServer::accept_clients() {
     c->peer = *peer;
     c->peer.process = &c->process;
     c->last_active_ns = Job::steady_clock_ns();
+    c->serial = next_client_serial_++;
     if (!watch(epoll_.get(), fd, kClient, EPOLLIN | EPOLLRDHUP)) continue;
     ++connections_by_uid_[peer->uid];
     clients_.emplace(fd, std::move(c));
@@ -203,9 +233,16 @@ void ControlServer::on_client(int fd, uint32_t events) {
   if (it == clients_.end()) return;
   Client& c = *it->second;
   if (events & EPOLLOUT) flush(c);
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+  if (c.waiting) {
+    // Not read until its pending reply is queued (EPOLLIN is off); a
+    // hang-up ends it now.
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      c.closing = true;
+      c.out.clear();
+    }
+  } else if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     char buf[16384];
-    for (int reads = 0; reads < 16 && !c.closing; ++reads) {
+    for (int reads = 0; reads < 16 && !c.closing && !c.waiting; ++reads) {
       auto n = os::recv_some(fd, buf, sizeof buf, &c.fds);
       if (!n) {
         if (n.error().sys_errno == EAGAIN || n.error().sys_errno == EWOULDBLOCK) break;
@@ -222,33 +259,43 @@ void ControlServer::on_client(int fd, uint32_t events) {
       // At most one descriptor rides with a request: extras are closed.
       while (c.fds.size() > 1) c.fds.pop_back();
       c.decoder.feed(std::string_view(buf, *n));
-      for (;;) {
-        auto frame = c.decoder.next();
-        if (!frame) {
-          metrics_.count_request("malformed");
-          queue_reply(c, error_reply(0, frame.error()));
-          c.closing = true;
-          break;
-        }
-        if (!frame->has_value()) break;
-        auto req = parse_request(**frame);
-        os::UniqueFd passed;
-        if (!c.fds.empty()) {
-          passed = std::move(c.fds.front());
-          c.fds.clear();
-        }
-        if (!req) {
-          queue_reply(c, error_reply(0, req.error()));
-          continue;
-        }
-        queue_reply(c, handle(c.peer, *req, std::move(passed)));
-        sync_memory_wakeups();
-        sync_policy_fds();
-      }
+      serve_frames(c);
     }
     flush(c);
   }
   if (c.closing && c.out.empty()) close_client(fd);
+}
+
+void ControlServer::serve_frames(Client& c) {
+  while (!c.waiting && !c.closing) {
+    auto frame = c.decoder.next();
+    if (!frame) {
+      metrics_.count_request("malformed");
+      queue_reply(c, error_reply(0, frame.error()));
+      c.closing = true;
+      break;
+    }
+    if (!frame->has_value()) break;
+    auto req = parse_request(**frame);
+    os::UniqueFd passed;
+    if (!c.fds.empty()) {
+      passed = std::move(c.fds.front());
+      c.fds.clear();
+    }
+    if (!req) {
+      queue_reply(c, error_reply(0, req.error()));
+      continue;
+    }
+    json reply = handle(c.peer, *req, std::move(passed));
+    if (auto token = JobManager::pending_token(reply)) {
+      pending_replies_[*token] = PendingReply{c.fd.get(), c.serial, req->id, req->op};
+      c.waiting = true;
+    } else {
+      queue_reply(c, reply);
+    }
+    sync_memory_wakeups();
+    sync_policy_fds();
+  }
 }
 
 bool ControlServer::watch_owner(uint64_t job, const ProcessId& owner) {
@@ -406,13 +453,14 @@ Status ControlServer::run() {
       } else if (kind == kTimer) {
         uint64_t expirations;
         if (read(fd, &expirations, sizeof expirations) > 0) sample(++ticks_ % metrics_every == 0);
+        deliver_finished();
         if (hooks_.alive) hooks_.alive();
       } else if (kind == kMemory) {
         auto it = memory_wakeups_.find(fd);
         if (it != memory_wakeups_.end()) jobs_.memory_woke(it->second, fd);
       } else if (kind == kPolicy) {
         jobs_.policy_woke();  // a policy host answered: apply what it asked for now
-        sync_policy_fds();
+        deliver_finished();
       } else if (kind == kPidfd) {
         owner_exited(fd);
       } else if (kind == kSignal) {

@@ -75,6 +75,17 @@ class ControlServer {
     std::string out;                // reply bytes not yet written
     bool closing = false;           // close once `out` is flushed
     uint64_t last_active_ns = 0;    // last byte received (idle timeout)
+    uint64_t serial = 0;            // this connection, not its (reusable) descriptor number
+    // Its last request's reply waits for a policy's verdict: nothing more
+    // is read from it until that reply is queued (replies keep order).
+    bool waiting = false;
+  };
+  // A reply JobManager gives later (JobManager::pending_token).
+  struct PendingReply {
+    int fd;
+    uint64_t serial;
+    uint64_t request_id;
+    std::string op;
   };
   // One pidfd per job owner (not per job), readable when it exits.
   struct OwnerWatch {
@@ -92,6 +103,14 @@ class ControlServer {
   void resume_listening();
   void close_idle_clients(uint64_t now_ns);
   void on_client(int fd, uint32_t events);
+  // Handles the complete requests buffered in `c`'s decoder, in order,
+  // until one's reply must wait (Client::waiting) or the client closes.
+  void serve_frames(Client& c);
+  // Queues the replies JobManager finished since (policy verdicts came)
+  // and goes on with their clients' buffered requests.
+  void deliver_finished();
+  // What a reply to `op` sets up beside it (a granted job's owner watch).
+  void after_reply(const std::string& op, const nlohmann::json& reply);
   void queue_reply(Client& c, const nlohmann::json& reply);
   void flush(Client& c);
   void close_client(int fd);
@@ -119,6 +138,8 @@ class ControlServer {
   bool listening_ = true;       // the listener is in epoll
   uint64_t shed_connections_ = 0;
   std::map<int, std::unique_ptr<Client>> clients_;
+  uint64_t next_client_serial_ = 1;
+  std::map<uint64_t, PendingReply> pending_replies_;  // JobManager's token -> who waits
   std::map<uint32_t, int> connections_by_uid_;
   std::map<OwnerKey, OwnerWatch> owner_watches_;
   std::map<int, OwnerKey> pidfd_owner_;         // pidfd -> its owner

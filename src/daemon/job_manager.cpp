@@ -362,7 +362,7 @@ Result<std::vector<std::string>> JobManager::recover() {
   // Policy hosts die with the daemon that started them: the adopted jobs
   // get theirs again (a policy that cannot come back is a note).
   for (auto& [id, j] : jobs_) {
-    if (j.record.ledger_claim == 0) (void)attach_policies(j, false);
+    if (j.record.ledger_claim == 0) reattach_policies(j);
   }
   // What a previous mlosd confined (Confinement::load, by the caller),
   // reconciled with the jobs adopted: re-applied or undone.
@@ -686,14 +686,41 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     return make_error(s.error().code, "job not granted: the state file could not be saved: " + s.error().describe());
   }
   // The policies it asked for are part of the grant: one that cannot be
-  // attached takes the job back, so the caller gets all or nothing.
-  if (Status s = attach_policies(live, true); !s) {
-    const uint64_t id = live.record.id;
+  // attached takes the job back, so the caller gets all or nothing. Their
+  // verdicts may come later (after_verdicts): the job holds its CPUs
+  // meanwhile. The defaults are attached too; their failures are notes.
+  const uint64_t id = live.record.id;
+  if (!policies_ && !live.record.policies.empty()) {
     forget(id, "a policy could not be attached");
     (void)persist_removal({id});
-    confine();
-    return make_error(s.error().code, "job not granted: " + s.error().message);
+    return make_error(MLOS_ERR_UNSUPPORTED, "job not granted: this mlosd runs without policy modules");
   }
+  std::vector<VerdictAsk> asks;
+  for (const auto& [name, config] : live.record.policies.items()) {
+    asks.push_back([this, name = name, config = config, id](policy::PolicyHosts::Verdict v) {
+      policies_->attach_async(name, id, config, std::move(v));
+    });
+  }
+  for (VerdictAsk& ask : default_policy_asks(live)) asks.push_back(std::move(ask));
+  return after_verdicts(asks, [this, id, plan = *placement](const std::optional<Error>& refused) -> Result<json> {
+    return finish_grant(id, plan, refused);
+  });
+}
+
+Result<json> JobManager::finish_grant(uint64_t id, const Placement& placement, const std::optional<Error>& refused) {
+  auto it = jobs_.find(id);
+  if (refused) {
+    if (it != jobs_.end()) {
+      forget(id, "a policy could not be attached");
+      (void)persist_removal({id});
+      confine();
+    }
+    return make_error(refused->code, "job not granted: " + refused->message);
+  }
+  if (it == jobs_.end()) {
+    return make_error(MLOS_ERR_NO_SUCH_THREAD, "job " + std::to_string(id) + " ended before its policies were attached");
+  }
+  Live& live = it->second;
   confine();
   {
     LogFields fields = job_fields(live.record);
@@ -707,14 +734,14 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   }
   json reply{{"job", live.record.id},
              {"cpus", live.record.cpus.to_list()},
-             {"cpu_order", placement->cpus},
+             {"cpu_order", placement.cpus},
              {"mems", live.record.mems.to_list()},
-             {"nodes", placement->nodes},
-             {"primary_node", placement->primary_node},
-             {"memory_policy", static_cast<int>(placement->memory_policy)},
-             {"physical_cores", placement->physical_cores},
+             {"nodes", placement.nodes},
+             {"primary_node", placement.primary_node},
+             {"memory_policy", static_cast<int>(placement.memory_policy)},
+             {"physical_cores", placement.physical_cores},
              {"gpus", live.record.gpus},
-             {"gpu_note", placement->gpu_note},
+             {"gpu_note", placement.gpu_note},
              {"cgroup", cgroup_of(live)},
              {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
              {"notes", live.notes}};

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -211,13 +212,28 @@ class JobManager {
   nlohmann::json policies_status() const;
   // Just the loaded policies (PolicyHosts::status()): no directory scan.
   nlohmann::json loaded_policies() const;
-  // Root only: load a policy ahead of any job, or unload an idle one.
-  Status load_policy(const os::PeerCredentials& peer, const std::string& name);
+  // Root only: load a policy ahead of any job (reply: {}), or unload an
+  // idle one.
+  Result<nlohmann::json> load_policy(const os::PeerCredentials& peer, const std::string& name);
   Status unload_policy(const os::PeerCredentials& peer, const std::string& name);
   // The policy hosts' sockets (the event loop wakes on their replies) and
   // what to do when one is readable.
   std::vector<int> policy_fds() const;
   void policy_woke();
+
+  // The event loop never waits for a policy (issue 47, finding 3): a
+  // request(), request_policy() or load_policy() whose answer depends on a
+  // policy's verdict not known at once replies {"pending": token}, and its
+  // real reply is taken from here later, once a policy_woke() or tick()
+  // has collected every verdict it needs. Meanwhile a granted job holds
+  // its CPUs; a refused one is then taken back.
+  struct FinishedReply {
+    uint64_t token;
+    Result<nlohmann::json> reply;
+  };
+  std::vector<FinishedReply> take_finished_replies() { return std::exchange(finished_, {}); }
+  // The token of a pending reply, nullopt for any other.
+  static std::optional<uint64_t> pending_token(const nlohmann::json& reply);
 
   // What a config reload changes here (daemon/config_reload.h): quotas,
   // memory thresholds for jobs that give none, the cgroups jobs stay in,
@@ -312,6 +328,9 @@ class JobManager {
   // When a job that others depend on goes: its nested jobs become jobs of
   // the node (and get cgroups of their own), its guests a new host.
   void rehome_dependents(const JobRecord& gone);
+  // The end of request() once the policies it asked for gave their
+  // verdicts: the reply, or (a refusal) the job taken back.
+  Result<nlohmann::json> finish_grant(uint64_t id, const Placement& placement, const std::optional<Error>& refused);
   // Makes nested job `child`, whose envelope (job `gone`) ended, a job of
   // the node, booked against the node and its owner's quotas as a fresh
   // grant would be. On CPUs or GPUs other jobs use, or past a quota, it
@@ -345,10 +364,25 @@ class JobManager {
   // Polls the hosts, then carries out the policies' queued requests and
   // releases of other policies (policy/job_policy_requests.h).
   void poll_policies();
-  // Attaches the job's recorded policies, then the defaults; failures of
-  // the defaults (and, with `strict` false, of recorded ones) become notes.
-  // With `strict`, the first recorded policy that fails is returned.
-  Status attach_policies(Live& job, bool strict);
+  // Attaches the job's recorded policies and the defaults again (a
+  // restarted mlosd), without waiting: each failure becomes a note on the
+  // job when its verdict comes.
+  void reattach_policies(Live& job);
+  // A verdict callback that notes a failure on job `id` (if it is still
+  // there) as prefix + the error's message + suffix.
+  policy::PolicyHosts::Verdict note_policy_failure(uint64_t id, std::string note_prefix, std::string note_suffix);
+  // A reply that needs verdicts: runs each of `asks` (one attach or load,
+  // given the callback for its verdict), then `finish` with the first
+  // refusal (or none) once all verdicts are in. Returns finish's reply if
+  // they all came at once, else {"pending": token} (take_finished_replies).
+  using VerdictAsk = std::function<void(policy::PolicyHosts::Verdict)>;
+  using FinishReply = std::function<Result<nlohmann::json>(const std::optional<Error>& refused)>;
+  Result<nlohmann::json> after_verdicts(const std::vector<VerdictAsk>& asks, FinishReply finish);
+  // One verdict for pending reply `token`; the reply once it was the last.
+  std::optional<Result<nlohmann::json>> verdict_in(uint64_t token, const Status& verdict);
+  // Attaches of the default policies the job did not ask for itself, for
+  // after_verdicts: a failure is a note on the job, never a refusal.
+  std::vector<VerdictAsk> default_policy_asks(const Live& job);
   // The job's cgroup (or its envelope's) after a policy changed its
   // settings.
   void refresh_after_policy(Live& job);
@@ -360,6 +394,14 @@ class JobManager {
   JobManagerDeps d_;
   std::unique_ptr<policy::PolicyHosts> policies_;  // null: no policy modules
   std::deque<policy::JobPolicyOp> policy_ops_;     // queued by policies, run by poll_policies
+  struct PendingReply {
+    size_t outstanding = 0;       // verdicts still to come
+    std::optional<Error> refused;  // the first refusal
+    FinishReply finish;
+  };
+  uint64_t next_token_ = 1;
+  std::map<uint64_t, PendingReply> pending_;
+  std::vector<FinishedReply> finished_;
   std::string cgroup_version_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;

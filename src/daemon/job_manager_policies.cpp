@@ -124,28 +124,74 @@ void JobManager::refresh_after_policy(Live& j) {
   follow_phase(j);
 }
 
-Status JobManager::attach_policies(Live& j, bool strict) {
-  if (!policies_) {
-    if (strict && !j.record.policies.empty()) {
-      return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
-    }
-    return Status::Ok();
-  }
+policy::PolicyHosts::Verdict JobManager::note_policy_failure(uint64_t id, std::string note_prefix,
+                                                             std::string note_suffix) {
+  // The job may be gone when the verdict comes: looked up then, by id.
+  return [this, id, prefix = std::move(note_prefix), suffix = std::move(note_suffix)](Status s) {
+    auto it = jobs_.find(id);
+    if (s || it == jobs_.end()) return;
+    std::vector<std::string>& notes = it->second.notes;
+    const std::string note = prefix + s.error().message + suffix;
+    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+  };
+}
+
+std::vector<JobManager::VerdictAsk> JobManager::default_policy_asks(const Live& j) {
+  std::vector<VerdictAsk> asks;
+  if (!policies_) return asks;
   const uint64_t id = j.record.id;
-  for (const auto& [name, config] : j.record.policies.items()) {
-    Status s = policies_->attach(name, id, config);
-    if (s) continue;
-    if (strict) return s;
-    j.notes.push_back("policy " + name + ": not attached again (" + s.error().message + ")");
-  }
   for (const std::string& name : d_.default_policies) {
     if (j.record.policies.contains(name)) continue;
-    if (Status s = policies_->attach(name, id, json::object()); !s) {
-      const std::string note = "default policy " + name + ": " + s.error().message + "; built-in defaults apply";
-      if (std::find(j.notes.begin(), j.notes.end(), note) == j.notes.end()) j.notes.push_back(note);
-    }
+    asks.push_back([this, id, name](policy::PolicyHosts::Verdict done) {
+      auto note = note_policy_failure(id, "default policy " + name + ": ", "; built-in defaults apply");
+      policies_->attach_async(name, id, json::object(), [note = std::move(note), done = std::move(done)](Status s) {
+        note(s);
+        done(Status::Ok());  // a default that fails is a note, never a refusal
+      });
+    });
   }
-  return Status::Ok();
+  return asks;
+}
+
+void JobManager::reattach_policies(Live& j) {
+  if (!policies_) return;
+  const uint64_t id = j.record.id;
+  for (const auto& [name, config] : j.record.policies.items()) {
+    policies_->attach_async(name, id, config, note_policy_failure(id, "policy " + name + ": not attached again (", ")"));
+  }
+  for (const VerdictAsk& ask : default_policy_asks(j)) ask([](Status) {});
+}
+
+std::optional<uint64_t> JobManager::pending_token(const json& reply) {
+  auto it = reply.find("pending");
+  if (it == reply.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<uint64_t>();
+}
+
+Result<json> JobManager::after_verdicts(const std::vector<VerdictAsk>& asks, FinishReply finish) {
+  const uint64_t token = next_token_++;
+  PendingReply& p = pending_[token];
+  p.outstanding = asks.size() + 1;  // one held until every ask is made: no reply finishes early
+  p.finish = std::move(finish);
+  for (const VerdictAsk& ask : asks) {
+    ask([this, token](Status s) {
+      if (auto reply = verdict_in(token, s)) finished_.push_back(FinishedReply{token, std::move(*reply)});
+    });
+  }
+  if (auto reply = verdict_in(token, Status::Ok())) return std::move(*reply);
+  return json{{"pending", token}};
+}
+
+std::optional<Result<json>> JobManager::verdict_in(uint64_t token, const Status& verdict) {
+  auto it = pending_.find(token);
+  if (it == pending_.end()) return std::nullopt;
+  PendingReply& p = it->second;
+  if (!verdict && !p.refused) p.refused = verdict.error();
+  if (--p.outstanding > 0) return std::nullopt;
+  FinishReply finish = std::move(p.finish);
+  const std::optional<Error> refused = p.refused;
+  pending_.erase(it);
+  return finish(refused);
 }
 
 Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name,
@@ -157,11 +203,17 @@ Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_
   if ((*j)->record.ledger_claim != 0) {
     return make_error(MLOS_ERR_UNSUPPORTED, "job " + std::to_string(job) + " is an embedded-ledger claim");
   }
-  if (Status s = policies_->attach(name, job, config); !s) return s.error();
-  (*j)->requests.owner_took(name);
-  (*j)->record.policies[name] = config;
-  if (Status s = persist(**j); !s) return s.error();
-  return json{{"policies", policies_->policies_of(job)}};
+  return after_verdicts(
+      {[this, name, job, config](policy::PolicyHosts::Verdict v) { policies_->attach_async(name, job, config, std::move(v)); }},
+      [this, name, job, config](const std::optional<Error>& refused) -> Result<json> {
+        if (refused) return *refused;
+        auto it = jobs_.find(job);
+        if (it == jobs_.end()) return make_error(MLOS_ERR_INVALID_HANDLE, "job " + std::to_string(job) + " ended meanwhile");
+        it->second.requests.owner_took(name);
+        it->second.record.policies[name] = config;
+        if (Status s = persist(it->second); !s) return s.error();
+        return json{{"policies", policies_->policies_of(job)}};
+      });
 }
 
 Status JobManager::release_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name) {
@@ -213,10 +265,14 @@ json JobManager::policies_status() const {
 
 json JobManager::loaded_policies() const { return policies_ ? policies_->status() : json::array(); }
 
-Status JobManager::load_policy(const os::PeerCredentials& peer, const std::string& name) {
+Result<json> JobManager::load_policy(const os::PeerCredentials& peer, const std::string& name) {
   if (peer.uid != 0) return make_error(MLOS_ERR_PERMISSION, "only root loads policies ahead of jobs");
   if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
-  return policies_->load(name);
+  return after_verdicts({[this, name](policy::PolicyHosts::Verdict v) { policies_->load_async(name, std::move(v)); }},
+                        [](const std::optional<Error>& refused) -> Result<json> {
+                          if (refused) return *refused;
+                          return json::object();
+                        });
 }
 
 Status JobManager::unload_policy(const os::PeerCredentials& peer, const std::string& name) {

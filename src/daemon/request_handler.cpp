@@ -186,7 +186,12 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       reply.update(jobs.policies_status());
       return reply;
     }
-    if (req.op == "policy_load") return done(req.id, jobs.load_policy(peer, string_arg(req.args, "name")));
+    if (req.op == "policy_load") {
+      auto loaded = jobs.load_policy(peer, string_arg(req.args, "name"));
+      if (!loaded) return error_reply(req.id, loaded.error());
+      reply.update(*loaded);
+      return reply;
+    }
     if (req.op == "policy_unload") return done(req.id, jobs.unload_policy(peer, string_arg(req.args, "name")));
     if (req.op == "release") return done(req.id, jobs.release(peer, job_field(req.args)));
     if (req.op == "phase") return done(req.id, jobs.set_phase(peer, job_field(req.args), int_arg(req.args, "phase")));

@@ -44,6 +44,12 @@ Result<std::unique_ptr<PolicyHostProcess>> PolicyHostProcess::spawn(const HostLa
     return make_sys_error(errno, "socketpair for policy host");
   }
   os::UniqueFd ours(pair[0]), theirs(pair[1]), module;
+  // Room for a whole frame and then some: one event is in flight at a
+  // time, so a send never finds the previous frame unread and never
+  // blocks its caller (the kernel doubles the value and caps it at
+  // net.core.wmem_max, 425,984 bytes by default: still above a frame).
+  const int sndbuf = 2 * static_cast<int>(kMaxHostPayload);
+  (void)setsockopt(ours.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
   // A descriptor already at a number the child gets would be dup2()ed onto
   // itself (keeping close-on-exec) or overwritten before it is copied:
   // such ones are moved above both numbers first.

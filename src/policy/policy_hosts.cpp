@@ -53,8 +53,9 @@ PolicyHosts::~PolicyHosts() {
 
 Result<PolicyCatalog> PolicyHosts::catalog() const { return scan_policy_dir(o_.policy_dir, o_.also_trusted); }
 
-Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_start(const std::string& name) {
-  if (auto it = loaded_.find(name); it != loaded_.end()) return &it->second;
+Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_spawn(const std::string& name) {
+  if (auto it = loaded_.find(name); it != loaded_.end() && !it->second.discard) return &it->second;
+  reap_discarded();
   auto cat = catalog();
   if (!cat) return cat.error();
   const CatalogEntry* entry = cat->find(name);
@@ -67,28 +68,60 @@ Result<PolicyHosts::Loaded*> PolicyHosts::loaded_or_start(const std::string& nam
     loaded_.erase(name);
     return s.error();
   }
-  // The first start is waited for: its verdict is the requester's answer
-  // (a policy that cannot load, or refuses the node's config, is not kept).
-  settle(l, now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs);
-  if (l.state != State::kRunning) {
-    // The host's own refusal (cannot load it, ABI, bad node config) is
-    // the answer; otherwise it crashed or hung on the way up.
-    auto refusal = verdicts_.find({name, 0});
-    if (refusal != verdicts_.end()) {
-      // Deterministic and quick (the host says so and exits): not kept.
-      Error e = refusal->second;
-      verdicts_.erase(refusal);
-      stop_host(l);
-      loaded_.erase(name);
-      return e;
-    }
-    // A crash or a hang on the way up is kept as a failure with its
-    // backoff, so that requests meanwhile are answered at once instead of
-    // each waiting out another start (it is unloaded a grace period after
-    // its restart time, having no job).
-    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed to start: " + l.last_failure);
-  }
+  // Not waited for: its first verdict (init's, then each attach's) goes to
+  // the waiters. A policy the host refuses (cannot load it, ABI, bad node
+  // config) is not kept; a crash or a hang on the way up is kept as a
+  // failure with its backoff, so that requests meanwhile are answered at
+  // once instead of each starting another host (it is unloaded a grace
+  // period after its restart time, having no job).
   return &l;
+}
+
+Error PolicyHosts::failed_now(Loaded& l) {
+  if (l.discard) {  // refused on its first start: the refusal, and it is not kept
+    Error e = l.refusal ? *l.refusal : make_error(MLOS_ERR_POLICY_FAILED, "policy '" + l.name + "' was refused");
+    reap_discarded();
+    return e;
+  }
+  if (!l.ever_ran && l.restarts == 0) {
+    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + l.name + "' failed to start: " + l.last_failure);
+  }
+  return make_error(MLOS_ERR_POLICY_FAILED,
+                    "policy '" + l.name + "' failed (" + l.last_failure + "); restart in " +
+                        std::to_string((l.restart_at_ns > now() ? l.restart_at_ns - now() : 0) / kMs) + " ms");
+}
+
+void PolicyHosts::decide(Verdict done, Status verdict) { ready_.emplace_back(std::move(done), std::move(verdict)); }
+
+void PolicyHosts::deliver_ready() {
+  if (delivering_) return;  // a verdict's callback asked for more: the loop below delivers it
+  delivering_ = true;
+  while (!ready_.empty()) {
+    auto [done, verdict] = std::move(ready_.front());
+    ready_.erase(ready_.begin());
+    done(std::move(verdict));
+  }
+  delivering_ = false;
+}
+
+void PolicyHosts::reap_discarded() {
+  for (auto it = loaded_.begin(); it != loaded_.end();) {
+    if (!it->second.discard) {
+      ++it;
+      continue;
+    }
+    stop_host(it->second);
+    it = loaded_.erase(it);
+  }
+}
+
+void PolicyHosts::abandon_waiters(Loaded& l, const Error& why) {
+  for (auto& [job, waiters] : l.attach_waiters) {
+    for (Verdict& v : waiters) decide(std::move(v), why);
+  }
+  l.attach_waiters.clear();
+  for (Verdict& v : l.load_waiters) decide(std::move(v), why);
+  l.load_waiters.clear();
 }
 
 Status PolicyHosts::start(Loaded& l) {
@@ -124,6 +157,23 @@ void PolicyHosts::fail(Loaded& l, const std::string& why) {
   l.backoff_ms = std::min(o_.backoff_max_ms, l.backoff_ms * 2);
   l.in_flight.reset();
   l.queue.clear();
+  // Who waits is answered now. The host's own refusal is the answer, and
+  // a policy refused on its first start is not kept; a start that failed
+  // otherwise attaches nobody; a running policy that failed keeps its jobs.
+  const bool never_ran = !l.ever_ran;
+  if (never_ran && l.refusal) l.discard = true;
+  for (auto& [job, waiters] : l.attach_waiters) {
+    const Error e = l.refusal ? *l.refusal
+                    : never_ran
+                        ? make_error(MLOS_ERR_POLICY_FAILED, "policy '" + l.name + "' failed to start: " + l.last_failure)
+                        : make_error(MLOS_ERR_POLICY_FAILED, "policy '" + l.name + "' failed while attaching job " +
+                                                                 std::to_string(job) + ": " + l.last_failure);
+    if (never_ran) l.jobs.erase(job);
+    for (Verdict& v : waiters) decide(std::move(v), e);
+  }
+  l.attach_waiters.clear();
+  abandon_waiters(l, l.refusal ? *l.refusal
+                               : make_error(MLOS_ERR_POLICY_FAILED, "policy '" + l.name + "' failed to start: " + l.last_failure));
   log_message(MLOS_LOG_WARN, "policy " + l.name + " failed: " + l.last_failure + "; its " +
                                  std::to_string(l.jobs.size()) + " job(s) run on the built-in defaults, restart in " +
                                  std::to_string((l.restart_at_ns - now()) / kMs) + " ms");
@@ -180,7 +230,7 @@ void PolicyHosts::dispatch(Loaded& l) {
     if (auto replies = l.host->receive(); replies) {
       for (const HostReply& r : *replies) {
         if (r.id == 0 && r.error) {
-          verdicts_[{l.name, 0}] = *r.error;
+          l.refusal = *r.error;
           fail(l, "refused: " + r.error->message);
           return;
         }
@@ -203,8 +253,7 @@ bool PolicyHosts::drain(Loaded& l) {
   }
   for (const HostReply& r : *replies) {
     if (r.id == 0 && r.error) {  // the host could not load the policy
-      verdicts_[{l.name, 0}] = *r.error;
-      l.last_failure = "refused: " + r.error->message;
+      l.refusal = *r.error;
       fail(l, "refused: " + r.error->message);
       return false;
     }
@@ -228,7 +277,7 @@ void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
   if (r.reads_used) l.wants_reads = true;
   if (e.op == "init") {
     if (r.error) {
-      verdicts_[{l.name, 0}] = *r.error;
+      l.refusal = *r.error;
       fail(l, "refused: init: " + r.error->message);
       return;
     }
@@ -240,17 +289,27 @@ void PolicyHosts::handle_reply(Loaded& l, const HostReply& r) {
     l.info = *info;
     if (auto it = o_.tick_interval_ms.find(l.name); it != o_.tick_interval_ms.end()) l.info.tick_interval_ms = it->second;
     l.state = State::kRunning;
+    l.ever_ran = true;
+    l.refusal.reset();
     l.next_tick_ns = now() + static_cast<uint64_t>(l.info.tick_interval_ms) * kMs;
     if (l.restarts + l.failures > 0) log_message(MLOS_LOG_INFO, "policy " + l.name + " is running again");
+    if (!l.load_waiters.empty()) l.pinned = true;
+    for (Verdict& v : l.load_waiters) decide(std::move(v), Status::Ok());
+    l.load_waiters.clear();
     return;
   }
-  if (e.op == "attach" && r.error) {
-    // The policy refused this job's config: the job does not use it. The
-    // requester waiting in attach() reads why; a refusal of a re-attach
-    // after a restart has nobody waiting, so it is logged.
-    if (awaited_.count({l.name, e.job})) {
-      verdicts_[{l.name, e.job}] = *r.error;
-    } else {
+  if (e.op == "attach") {
+    std::vector<Verdict> waiters;
+    if (auto w = l.attach_waiters.extract(e.job)) waiters = std::move(w.mapped());
+    for (Verdict& v : waiters) decide(std::move(v), r.error ? Status(*r.error) : Status::Ok());
+    if (!r.error) {
+      apply_actions(l, r.actions);
+      return;
+    }
+    // The policy refused this job's config: the job does not use it. A
+    // refusal of a re-attach after a restart has nobody waiting, so it is
+    // logged.
+    if (waiters.empty()) {
       log_message(MLOS_LOG_WARN, "policy " + l.name + " refused job " + std::to_string(e.job) +
                                      " again after a restart: " + r.error->message);
       cb_.reset(l.name, e.job);
@@ -309,7 +368,7 @@ void PolicyHosts::settle(Loaded& l, uint64_t until_ns) {
       return;
     }
     if (reply->id == 0 && reply->error) {
-      verdicts_[{l.name, 0}] = *reply->error;
+      l.refusal = *reply->error;
       fail(l, "refused: " + reply->error->message);
       return;
     }
@@ -318,37 +377,45 @@ void PolicyHosts::settle(Loaded& l, uint64_t until_ns) {
 }
 
 Status PolicyHosts::attach(const std::string& name, uint64_t job, const json& config) {
-  if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "a policy's config must be a JSON object");
-  auto l = loaded_or_start(name);
-  if (!l) return l.error();
+  std::optional<Status> verdict;
+  attach_async(name, job, config, [&verdict](Status s) { verdict = std::move(s); });
+  wait_for(name, verdict);
+  return verdict ? *verdict : Status(make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' gave no verdict"));
+}
+
+void PolicyHosts::attach_async(const std::string& name, uint64_t job, const json& config, Verdict done) {
+  if (!config.is_object()) return done(make_error(MLOS_ERR_INVALID_ARGUMENT, "a policy's config must be a JSON object"));
+  auto l = loaded_or_spawn(name);
+  if (!l) return done(l.error());
   Loaded& p = **l;
+  if (p.discard) return done(failed_now(p));
   if (auto it = p.jobs.find(job); it != p.jobs.end()) {
-    if (it->second == config) return Status::Ok();
-    return make_error(MLOS_ERR_INVALID_ARGUMENT, "job " + std::to_string(job) + " already uses policy '" + name +
-                                                     "' with another config: release it first");
+    if (it->second != config) {
+      return done(make_error(MLOS_ERR_INVALID_ARGUMENT, "job " + std::to_string(job) + " already uses policy '" + name +
+                                                            "' with another config: release it first"));
+    }
+    if (auto w = p.attach_waiters.find(job); w != p.attach_waiters.end()) return w->second.push_back(std::move(done));
+    return done(Status::Ok());
   }
-  if (p.state == State::kFailed) {
-    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed (" + p.last_failure + "); restart in " +
-                                                  std::to_string((p.restart_at_ns > now() ? p.restart_at_ns - now() : 0) / kMs) +
-                                                  " ms");
-  }
+  if (p.state == State::kFailed) return done(failed_now(p));
   p.jobs[job] = config;
-  verdicts_.erase({name, job});
-  awaited_.insert({name, job});
+  p.attach_waiters[job].push_back(std::move(done));
   enqueue(p, Event{"attach", json{{"job", job}, {"config", config}, {"figures", figures_json(job)}}, job});
-  settle(p, now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs);
-  awaited_.erase({name, job});
-  if (auto v = verdicts_.find({name, job}); v != verdicts_.end()) {
-    Error e = v->second;
-    verdicts_.erase(v);
-    return e;
+  deliver_ready();  // a host that could not be sent to failed at once
+}
+
+void PolicyHosts::wait_for(const std::string& name, const std::optional<Status>& verdict) {
+  const uint64_t until = now() + static_cast<uint64_t>(o_.start_deadline_ms) * kMs;
+  while (!verdict) {
+    auto it = loaded_.find(name);
+    if (it == loaded_.end() || it->second.state == State::kFailed) break;
+    const bool busy = it->second.in_flight || !it->second.queue.empty();
+    settle(it->second, until);
+    deliver_ready();
+    if (!busy) break;
   }
-  if (p.state == State::kFailed) {
-    // Kept attached: the job gets the policy back when its host restarts.
-    return make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' failed while attaching job " +
-                                                  std::to_string(job) + ": " + p.last_failure);
-  }
-  return Status::Ok();
+  deliver_ready();
+  reap_discarded();
 }
 
 Status PolicyHosts::detach(const std::string& name, uint64_t job) {
@@ -437,13 +504,27 @@ void PolicyHosts::poll() {
     stop_host(loaded_[name]);
     loaded_.erase(name);
   }
+  deliver_ready();
+  reap_discarded();
 }
 
 Status PolicyHosts::load(const std::string& name) {
-  auto l = loaded_or_start(name);
-  if (!l) return l.error();
-  (*l)->pinned = true;
-  return Status::Ok();
+  std::optional<Status> verdict;
+  load_async(name, [&verdict](Status s) { verdict = std::move(s); });
+  wait_for(name, verdict);
+  return verdict ? *verdict : Status(make_error(MLOS_ERR_POLICY_FAILED, "policy '" + name + "' gave no verdict"));
+}
+
+void PolicyHosts::load_async(const std::string& name, Verdict done) {
+  auto l = loaded_or_spawn(name);
+  if (!l) return done(l.error());
+  Loaded& p = **l;
+  if (p.discard || (p.state == State::kFailed && !p.ever_ran && p.restarts == 0)) return done(failed_now(p));
+  if (p.state == State::kStarting) return p.load_waiters.push_back(std::move(done));
+  // Running, or failed and waiting out its backoff: pinned, it is
+  // restarted after it.
+  p.pinned = true;
+  done(Status::Ok());
 }
 
 Status PolicyHosts::unload(const std::string& name) {
@@ -453,8 +534,10 @@ Status PolicyHosts::unload(const std::string& name) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, "policy '" + name + "' is used by " +
                                                      std::to_string(it->second.jobs.size()) + " job(s)");
   }
+  abandon_waiters(it->second, make_error(MLOS_ERR_NOT_FOUND, "policy '" + name + "' was unloaded while starting"));
   stop_host(it->second);
   loaded_.erase(it);
+  deliver_ready();
   return Status::Ok();
 }
 

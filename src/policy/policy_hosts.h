@@ -11,8 +11,14 @@
 // malformed, or misses the reply deadline is killed and marked failed. The
 // jobs it served lose its effects at once (Callbacks::reset: back to the
 // built-in defaults) but keep the policy: it is restarted with exponential
-// backoff, re-initialised and re-attached to them. Nothing a host does can
-// block its owner for longer than one deadline.
+// backoff, re-initialised and re-attached to them.
+//
+// Waiting: attach_async() and load_async() never wait for a host; their
+// verdict comes later, from poll(). mlosd's event loop uses only these, so
+// a policy that hangs in init or attach delays nobody but the requester
+// (issue 47, finding 3). attach() and load() wait for the verdict, at most
+// start_deadline_ms: for a caller with a thread of its own (libmlos's
+// policy service).
 //
 // Single-threaded: mlosd's event loop (or the library's policy thread)
 // calls every method.
@@ -78,6 +84,10 @@ class PolicyHosts {
     std::function<std::optional<JobReads>(const std::string& policy, uint64_t job, ReadBudget budget)> reads;
   };
 
+  // A verdict on an attach or a load: called exactly once, with Ok or the
+  // error attach() would return.
+  using Verdict = std::function<void(Status)>;
+
   PolicyHosts(PolicyHostsOptions options, Callbacks callbacks);
   ~PolicyHosts();  // stops every host
   PolicyHosts(const PolicyHosts&) = delete;
@@ -91,6 +101,14 @@ class PolicyHosts {
   // POLICY_FAILED (the host crashed or hung, now or recently: it is in
   // backoff), INVALID_ARGUMENT (already attached with another config).
   Status attach(const std::string& name, uint64_t job, const nlohmann::json& config);
+  // The same without waiting: `done` is called before this returns when
+  // the verdict is known at once (unknown policy, bad config, in backoff,
+  // already attached, a host that could not be started), else from a
+  // later poll() (the policy's reply, its refusal, or its failure: a host
+  // that never ran attaches nobody; one that fails while attaching keeps
+  // the job, to re-attach after its restart, and says POLICY_FAILED).
+  // The job counts as attached (policies_of) from the call on.
+  void attach_async(const std::string& name, uint64_t job, const nlohmann::json& config, Verdict done);
   // NOT_FOUND if `job` does not use `name`.
   Status detach(const std::string& name, uint64_t job);
   void detach_job(uint64_t job);  // from every policy (the job ended)
@@ -105,6 +123,8 @@ class PolicyHosts {
   // unload(). unload() refuses (INVALID_ARGUMENT) while jobs use it;
   // NOT_FOUND if it is not loaded.
   Status load(const std::string& name);
+  // load() without waiting; `done` as for attach_async.
+  void load_async(const std::string& name, Verdict done);
   Status unload(const std::string& name);
 
   Result<PolicyCatalog> catalog() const;
@@ -150,9 +170,28 @@ class PolicyHosts {
     double tick_seconds_last = 0, tick_seconds_max = 0, tick_seconds_sum = 0;
     std::array<uint64_t, kActionKindCount> applied{}, refused{};
     std::set<int> refusal_logged;  // action kinds whose refusal was logged
+    bool ever_ran = false;             // its init succeeded once
+    std::optional<Error> refusal;      // the host's own refusal to load it (deterministic)
+    bool discard = false;              // refused on its first start: removed at the next reap
+    std::map<uint64_t, std::vector<Verdict>> attach_waiters;  // job -> who waits for its attach
+    std::vector<Verdict> load_waiters;
   };
 
-  Result<Loaded*> loaded_or_start(const std::string& name);
+  // The loaded policy, or a new one whose host was just spawned (not
+  // waited for). Errors: NOT_FOUND, PERMISSION (untrusted file or host),
+  // and what spawning says.
+  Result<Loaded*> loaded_or_spawn(const std::string& name);
+  // Queues `done`'s verdict, delivered by deliver_ready() once no loop
+  // over loaded_ is under way.
+  void decide(Verdict done, Status verdict);
+  void deliver_ready();
+  // Removes the policies refused on their first start (Loaded::discard).
+  void reap_discarded();
+  // The answer to a request for `l` while it is failed (or refused on its
+  // first start, which also removes it: `l` is then gone).
+  Error failed_now(Loaded& l);
+  // Every waiter of `l` gets `why` (it is unloaded or stopped).
+  void abandon_waiters(Loaded& l, const Error& why);
   // Spawns the host and queues init (and an attach per job); kStarting.
   Status start(Loaded& l);
   void fail(Loaded& l, const std::string& why);
@@ -169,6 +208,9 @@ class PolicyHosts {
   // Blocks until `l` has nothing queued or in flight (or failed), at most
   // until `until_ns`.
   void settle(Loaded& l, uint64_t until_ns);
+  // For attach() and load(): settles policy `name` until `verdict` is
+  // set, at most start_deadline_ms.
+  void wait_for(const std::string& name, const std::optional<Status>& verdict);
   void handle_reply(Loaded& l, const HostReply& reply);
   void apply_actions(Loaded& l, const std::vector<Action>& actions);
   nlohmann::json figures_json(uint64_t job) const;
@@ -183,8 +225,8 @@ class PolicyHosts {
   PolicyHostsOptions o_;
   Callbacks cb_;
   std::map<std::string, Loaded> loaded_;
-  std::map<std::pair<std::string, uint64_t>, Error> verdicts_;  // refused attaches, read by attach()
-  std::set<std::pair<std::string, uint64_t>> awaited_;           // attaches a caller waits for
+  std::vector<std::pair<Verdict, Status>> ready_;  // decided, not yet delivered
+  bool delivering_ = false;
 };
 
 }  // namespace mlos::policy

@@ -7,6 +7,7 @@ root-owned directory per test. Nothing here judges time: each wait is for a
 state that a correct mlosd reaches and a broken one does not."""
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_dir
-from daemon_helpers import Daemon, Started, v1_cgroups_usable, wait_for
+from daemon_helpers import Daemon, Started, encode, read_frame, v1_cgroups_usable, wait_for
 
 FIXTURES = build_dir() / "tests" / "policy-fixtures"
 SHIPPED = build_dir() / "policies"
@@ -124,6 +125,35 @@ def test_a_hanging_policy_is_killed_and_the_daemon_keeps_answering(started, tmp_
     assert wait_for(lambda: not alive(first_pid), timeout=10), "the hung host was killed"
     assert call_ok(c, "hello")["protocol"] == 1
     c.close()
+
+
+def test_a_policy_that_never_finishes_init_delays_only_its_requester(started, tmp_path):
+    # Issue 47, finding 3: mlosd loaded a policy inside its event loop, so
+    # a policy that hung in init stalled every client for
+    # start_deadline_ms, and again whenever it was loaded afresh. Now the
+    # requester's reply waits; nobody else does. Order, not seconds: the
+    # start deadline is far longer than anything below takes.
+    d = start_daemon(started, tmp_path, ["hang-init"], defaults=[], start_deadline_ms=60000)
+    requester, other = d.client(), d.client()
+    job = call_ok(requester, "request", num_cpus=1)["job"]
+    requester.sock.sendall(encode(1, {"op": "policy_request", "id": 99, "job": job, "name": "hang-init"}))
+    assert wait_for(lambda: (p := loaded(d, "hang-init")) and p["state"] == "starting", timeout=30)
+    for _ in range(3):
+        assert call_ok(other, "hello")["protocol"] == 1
+        assert call_ok(other, "status")["total_jobs"] == 1
+    assert not select.select([requester.sock], [], [], 0)[0], "the requester's reply waits for the verdict"
+    # The requester's own connection is not read meanwhile (replies keep
+    # their order); its reply comes when the host is failed: here killed
+    # by hand, as the deadline would.
+    host = loaded(d, "hang-init")["pid"]
+    os.kill(host, signal.SIGKILL)
+    reply = read_frame(requester.sock)
+    assert reply["id"] == 99 and not reply["ok"], reply
+    assert reply["error"]["code"] == -24 and "failed to start" in reply["error"]["message"], reply
+    assert call_ok(requester, "hello")["protocol"] == 1
+    assert call_ok(other, "advice", job=job)["advice"]["policies"] == []
+    requester.close()
+    other.close()
 
 
 def test_actions_outside_the_grant_are_refused_and_counted(started, tmp_path):

@@ -6,6 +6,8 @@
 // owner) carries on.
 #include <sys/resource.h>
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "policy_test_support.h"
@@ -112,6 +114,31 @@ TEST(PolicyContainmentTest, HungAttachFailsTheAttach) {
   EXPECT_EQ(st["state"], "failed");
   EXPECT_EQ(st["jobs"], json::array({1})) << "kept, to be re-attached after the restart";
   EXPECT_EQ(h.owner().count_resets("hang-attach", 1), 1u);
+  EXPECT_TRUE(child_hosts().empty()) << "the spinning host was killed and reaped";
+}
+
+// Issue 47, finding 3: mlosd waited inside its event loop for a policy's
+// init (start_deadline_ms), every client with it. attach_async never waits:
+// the verdict comes from a later poll(), here the start deadline's.
+TEST(PolicyContainmentTest, AnAttachToAPolicyThatHangsInInitIsAnsweredLaterNotWaitedFor) {
+  PolicyHostsOptions o = test_options();
+  o.start_deadline_ms = 2000;
+  Harness h(o);  // the manual clock: nothing times out until the test moves it
+  h.owner().add_job(1);
+  std::optional<Status> verdict;
+  h.hosts().attach_async("hang-init", 1, json::object(), [&](Status s) { verdict = std::move(s); });
+  EXPECT_FALSE(verdict.has_value()) << "returned without a verdict: nothing waited for the host";
+  EXPECT_EQ(h.status_of("hang-init")["state"], "starting");
+  EXPECT_EQ(h.hosts().policies_of(1), std::vector<std::string>{"hang-init"});
+  for (int i = 0; i < 5; ++i) h.hosts().poll();
+  EXPECT_FALSE(verdict.has_value()) << "still starting: polls do not wait either";
+  h.clock().advance_ms(2001);
+  ASSERT_TRUE(h.poll_until([&] { return verdict.has_value(); }));
+  ASSERT_FALSE(verdict->ok());
+  EXPECT_EQ(verdict->error().code, MLOS_ERR_POLICY_FAILED);
+  EXPECT_NE(verdict->error().message.find("failed to start: hung: no answer to 'init'"), std::string::npos)
+      << verdict->error().message;
+  EXPECT_TRUE(h.hosts().policies_of(1).empty()) << "a start that failed attaches nobody";
   EXPECT_TRUE(child_hosts().empty()) << "the spinning host was killed and reaped";
 }
 
