@@ -17,7 +17,10 @@ namespace {
 // `factor`; 0 when not shrinking.
 double prefilter_sigma(double factor) { return factor > 1.0 ? std::sqrt((factor * factor - 1.0) / 6.0) : 0.0; }
 
-int kernel_radius(double sigma) { return sigma > 0 ? static_cast<int>(std::ceil(2.5 * sigma)) : 0; }
+// The pre-filter's radius (source pixels); as a double where the estimate
+// must not overflow an int for any header's dimensions.
+double kernel_reach(double sigma) { return sigma > 0 ? std::ceil(2.5 * sigma) : 0.0; }
+int kernel_radius(double sigma) { return static_cast<int>(kernel_reach(sigma)); }
 
 cv::Mat wrap(ImageView v) {
   return cv::Mat(v.height, v.width, CV_8UC3, const_cast<uint8_t*>(v.data), v.stride);
@@ -45,6 +48,28 @@ bool rect_inside(const RectD& r, ImageView src) {
 }  // namespace
 
 int resize_context_margin(double factor) { return kernel_radius(prefilter_sigma(factor)) + 1; }
+
+double resize_work(double src_width, double src_height, Size source_size, Size dst_size,
+                   const ResizeOptions& options) {
+  const double dst_pixels = static_cast<double>(dst_size.width) * dst_size.height;
+  const double fx = src_width / dst_size.width;
+  const double fy = src_height / dst_size.height;
+  double work = dst_pixels * kResampleWorkPerOutputPixel;
+  if (options.filter == ResizeFilter::kArea && fx >= 1.0 && fy >= 1.0) {
+    work += src_width * src_height * kAreaWorkPerSourcePixel;
+  } else if (options.filter == ResizeFilter::kAntialiasedLinear) {
+    const double rx = kernel_reach(prefilter_sigma(fx));
+    const double ry = kernel_reach(prefilter_sigma(fy));
+    if (rx > 0 || ry > 0) {
+      // The widest box resize_rgb filters: the exact path's, whose edges
+      // are the rectangle's rounded outwards plus (radius + 2) each side.
+      const double box_w = std::min<double>(source_size.width, std::ceil(src_width) + 1 + 2 * (rx + 2));
+      const double box_h = std::min<double>(source_size.height, std::ceil(src_height) + 1 + 2 * (ry + 2));
+      work += box_w * box_h * ((2 * rx + 1) + (2 * ry + 1));
+    }
+  }
+  return work;
+}
 
 void use_single_threaded_resize() {
   cv::setNumThreads(1);

@@ -10,14 +10,26 @@ namespace {
 
 // Decodes the part of the image `crop` needs and resizes it into
 // scratch.resized at options.output; records the DCT scale in info.
+// Refuses a sample over options.max_work before decoding any of it.
 Result<ImageView> crop_and_resize(std::span<const uint8_t> bytes, const RectD& crop, const SampleOptions& options,
                                   DecodeScratch& scratch, SampleInfo& info) {
+  const bool jpeg = info.format == ImageFormat::kJpeg;
+  const int scale_num = jpeg && options.dct_scaling ? choose_dct_scale(crop.width, crop.height, options.output) : 8;
+  const bool within_pixel_limit =
+      static_cast<double>(info.image.width) * info.image.height <= static_cast<double>(options.decode.max_pixels);
+  if (options.max_work > 0 && within_pixel_limit) {
+    const SampleWork work =
+        estimate_sample_work(info.format, info.image, crop, scale_num, options.output, options.resize);
+    if (work.total() > static_cast<double>(options.max_work)) {
+      return make_error(MLOS_ERR_INVALID_ARGUMENT, describe_over_budget(work, options.max_work));
+    }
+  }
   ImageView source;
   RectD rect = crop;
-  if (info.format == ImageFormat::kJpeg) {
+  if (jpeg) {
     JpegRegionRequest request;
     request.crop = crop;
-    request.scale_num = options.dct_scaling ? choose_dct_scale(crop.width, crop.height, options.output) : 8;
+    request.scale_num = scale_num;
     const double s = request.scale_num / 8.0;
     const double factor = std::max(crop.width * s / options.output.width, crop.height * s / options.output.height);
     request.margin = resize_context_margin(factor);

@@ -10,6 +10,10 @@
 // is then decoded only around the crop, at the smallest DCT scale that
 // keeps the crop at least as large as the output (jpeg_decode.h), and the
 // crop is resized from there in one pass (resize.h). PNGs are decoded whole.
+// Before any of that, the sample's work is estimated from its header
+// (sample_work.h); one over SampleOptions::max_work is refused with
+// MLOS_ERR_INVALID_ARGUMENT, "sample needs an estimated ... over the budget
+// ... (SampleOptions::max_work)": a bad sample like a corrupt file.
 // Random draws happen in torchvision's order: the crop's, then the flip's
 // uniform(0, 1) < p.
 #pragma once
@@ -24,6 +28,7 @@
 #include "dataload/image_transforms.h"
 #include "dataload/random_source.h"
 #include "dataload/resize.h"
+#include "dataload/sample_work.h"
 #include "dataload/scratch_buffer.h"
 
 namespace mlos::dataload {
@@ -38,6 +43,9 @@ struct SampleOptions {
   double flip_probability = 0.5;  // train
   int val_resize_shorter = 256;   // val: Resize(256) before the centre crop
   bool dct_scaling = true;        // false: JPEG regions decode at full size
+  // Work budget per sample, in sample_work.h's units; 0: none. Images over
+  // decode.max_pixels are left to the decoder's own refusal.
+  int64_t max_work = kDefaultMaxSampleWork;
 };
 
 // What was done to the sample, for tests and statistics.

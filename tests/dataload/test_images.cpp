@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <string>
 #include <stdexcept>
 
 #include <jpeglib.h>
+#include <spng.h>
 
 namespace mlos::dataload::testing {
 
@@ -80,6 +82,46 @@ std::vector<uint8_t> encode_jpeg(const std::vector<uint8_t>& rgb, int width, int
   std::vector<uint8_t> bytes(out, out + size);
   std::free(out);
   return bytes;
+}
+
+namespace {
+
+// Encodes `image` (rows in PNG's own layout for `ihdr`) with libspng.
+std::vector<uint8_t> spng_encode(const spng_ihdr& ihdr, const std::vector<uint8_t>& image) {
+  spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+  if (ctx == nullptr) throw std::runtime_error("spng_ctx_new failed");
+  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
+  spng_ihdr h = ihdr;
+  int rc = spng_set_ihdr(ctx, &h);
+  if (rc == 0) rc = spng_encode_image(ctx, image.data(), image.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
+  size_t size = 0;
+  void* png = rc == 0 ? spng_get_png_buffer(ctx, &size, &rc) : nullptr;
+  spng_ctx_free(ctx);
+  if (png == nullptr) throw std::runtime_error(std::string("PNG encoding failed: ") + spng_strerror(rc));
+  std::vector<uint8_t> out(static_cast<uint8_t*>(png), static_cast<uint8_t*>(png) + size);
+  std::free(png);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_png(const std::vector<uint8_t>& rgb, int width, int height) {
+  spng_ihdr ihdr{};
+  ihdr.width = static_cast<uint32_t>(width);
+  ihdr.height = static_cast<uint32_t>(height);
+  ihdr.bit_depth = 8;
+  ihdr.color_type = SPNG_COLOR_TYPE_TRUECOLOR;
+  return spng_encode(ihdr, rgb);
+}
+
+std::vector<uint8_t> blank_png(int width, int height) {
+  spng_ihdr ihdr{};
+  ihdr.width = static_cast<uint32_t>(width);
+  ihdr.height = static_cast<uint32_t>(height);
+  ihdr.bit_depth = 1;
+  ihdr.color_type = SPNG_COLOR_TYPE_GRAYSCALE;
+  const size_t row_bytes = (static_cast<size_t>(width) + 7) / 8;
+  return spng_encode(ihdr, std::vector<uint8_t>(row_bytes * height, 0));
 }
 
 Difference compare(ImageView a, ImageView b) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// Helpers for the dataload tests: fixture files, an in-test JPEG encoder
-// (libjpeg) for sizes and layouts the fixtures do not cover, a photo-like
+// Helpers for the dataload tests: fixture files, in-test JPEG (libjpeg) and
+// PNG (libspng) encoders for sizes and layouts the fixtures do not cover, a photo-like
 // synthetic image, and pixel comparisons.
 #pragma once
 
@@ -29,6 +29,14 @@ struct JpegEncoding {
   bool grayscale = false;
 };
 std::vector<uint8_t> encode_jpeg(const std::vector<uint8_t>& rgb, int width, int height, const JpegEncoding& how);
+
+// An 8-bit RGB PNG of `rgb` (libspng's encoder, default compression).
+std::vector<uint8_t> encode_png(const std::vector<uint8_t>& rgb, int width, int height);
+
+// A PNG whose every pixel is black, stored as 1-bit grey: a 13000 x 13000
+// one is ~20 KB on disk and 507 MB once decoded to RGB8 (the decompression
+// bomb of red-team finding 11, in a smaller file).
+std::vector<uint8_t> blank_png(int width, int height);
 
 struct Difference {
   double mean_abs = 0;
