@@ -9,6 +9,7 @@
 #include <mlos/training.h>
 #include <signal.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,55 @@ TEST(DataLoad, BadFilesAreSkippedAndReportedByPath) {
   EXPECT_EQ(after.skipped, 3u);
   EXPECT_EQ(after.labels.size(), 11u);
   EXPECT_NE(l.errors().find("0_jpeg_420.jpg"), std::string::npos);
+}
+
+namespace {
+
+// A black 1-bit grey PNG of width x height: small on disk (zlib squeezes
+// its rows of zeros ~1000:1), width * height * 3 bytes decoded.
+std::string blank_png(uint32_t width, uint32_t height) {
+  auto be32 = [](uint32_t v) {
+    return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+  };
+  auto chunk = [&](const std::string& type, const std::string& data) {
+    const std::string body = type + data;
+    return be32(static_cast<uint32_t>(data.size())) + body +
+           be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), body.size())));
+  };
+  const std::string raw(static_cast<size_t>(height) * (1 + (width + 7) / 8), '\0');  // filter 0, black
+  uLongf packed_size = compressBound(raw.size());
+  std::string packed(packed_size, '\0');
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+                      reinterpret_cast<const Bytef*>(raw.data()), raw.size(), 9), Z_OK);
+  packed.resize(packed_size);
+  const std::string ihdr = be32(width) + be32(height) + std::string{1, 0, 0, 0, 0};  // 1-bit grey
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", packed) + chunk("IEND", "");
+}
+
+}  // namespace
+
+// Red-team finding 11 (issue 47): a 13000 x 13000 PNG (169 MP, under the
+// pixel limit) held a decoding thread for seconds to minutes. The work
+// budget (src/dataload/sample_work.h) makes it a bad sample like any
+// other: left out, counted, named with the reason.
+TEST(DataLoad, ASampleOverTheWorkBudgetIsABadSample) {
+  TempDir dir("dataload");
+  make_folder(dir.path());
+  const std::string png = blank_png(13000, 13000);
+  ASSERT_LT(png.size(), 164u * 1024);
+  std::ofstream(fs::path(dir.path()) / "class_c" / "zz_huge.png", std::ios::binary) << png;
+  for (const auto transform : {MLOS_DATALOAD_TRAIN, MLOS_DATALOAD_VAL}) {
+    auto o = options(dir.path());
+    o.transform = transform;
+    Loader l(o);
+    ASSERT_NE(l.handle, nullptr);
+    const EpochResult r = run_epoch(l, 0, l.info().sample_bytes);
+    EXPECT_EQ(r.labels, kAllLabels);  // the 12 good ones, once
+    EXPECT_EQ(r.skipped, 1u);
+    const std::string errors = l.errors();
+    EXPECT_NE(errors.find("zz_huge.png"), std::string::npos) << errors;
+    EXPECT_NE(errors.find("over the budget"), std::string::npos) << errors;
+  }
 }
 
 TEST(DataLoad, StrictModeFailsTheEpochOnABadSample) {
