@@ -3,11 +3,8 @@
 
 namespace mlos {
 
-namespace {
-
-// The length of the well-formed sequence at text[at], or 0 if there is none
-// (the table of well-formed sequences in Unicode 15, section 3.9, D92).
-size_t sequence_length(std::string_view text, size_t at) {
+// The table of well-formed sequences in Unicode 15, section 3.9, D92.
+size_t utf8_sequence_length(std::string_view text, size_t at) {
   auto byte = [&](size_t i) { return at + i < text.size() ? static_cast<unsigned char>(text[at + i]) : 0x100u; };
   auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
   const unsigned b0 = byte(0);
@@ -24,11 +21,9 @@ size_t sequence_length(std::string_view text, size_t at) {
   return 0;
 }
 
-}  // namespace
-
 size_t first_invalid_utf8(std::string_view text) {
   for (size_t at = 0; at < text.size();) {
-    const size_t n = sequence_length(text, at);
+    const size_t n = utf8_sequence_length(text, at);
     if (n == 0) return at;
     at += n;
   }
@@ -39,7 +34,7 @@ std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t at = 0; at < text.size();) {
-    const size_t n = sequence_length(text, at);
+    const size_t n = utf8_sequence_length(text, at);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD for the one byte that cannot start a sequence here
       ++at;

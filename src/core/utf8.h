@@ -15,6 +15,10 @@ namespace mlos {
 // or std::string_view::npos when `text` is valid UTF-8.
 size_t first_invalid_utf8(std::string_view text);
 
+// The length (1-4) of the well-formed UTF-8 sequence that starts at
+// text[at], or 0 when none starts there (at < text.size()).
+size_t utf8_sequence_length(std::string_view text, size_t at);
+
 // `text` with each ill-formed sequence replaced by U+FFFD, so that
 // valid_utf8(x) == x exactly when x is valid UTF-8.
 std::string valid_utf8(std::string_view text);
