@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/control_escape.h"
 #include "core/phase_policy.h"
 #include "mlos/version.h"
 
@@ -35,6 +36,14 @@ std::array<double, 6> activity_values(const PhaseSnapshot::Activity& a) {
           static_cast<double>(a.collective_ns) / 1e9, static_cast<double>(a.checkpoint_saves),
           static_cast<double>(a.checkpoint_bytes), static_cast<double>(a.checkpoint_ns) / 1e9};
 }
+
+// A label value from a user's text (a job's label, the cluster ids from its
+// environment). The exposition format escapes only \\, \" and \n in label
+// values, so ESC and the other controls would reach whoever reads the text
+// on a terminal: they are escaped (ESC as the text \x1b, \n as \n; see
+// core/control_escape.h), not replaced, so two labels that differ only in
+// their controls still make two series.
+std::string label_value(const std::string& text) { return escape_controls(text); }
 
 }  // namespace
 
@@ -156,7 +165,7 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
         restart |= w->second->phase_seconds[p] < it->second->seconds[p].last;
       }
-      restart |= w->second->label != it->second->labels["label"] ||
+      restart |= label_value(w->second->label) != it->second->labels["label"] ||
                  std::to_string(w->second->uid) != it->second->labels["uid"];
     }
     const uint64_t job = it->first;
@@ -168,7 +177,8 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
     auto& series = jobs_[s.job_id];
     if (!series) {
       series = std::make_unique<JobSeries>();
-      series->labels = {{"job_id", std::to_string(s.job_id)}, {"label", s.label}, {"uid", std::to_string(s.uid)}};
+      series->labels = {
+          {"job_id", std::to_string(s.job_id)}, {"label", label_value(s.label)}, {"uid", std::to_string(s.uid)}};
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
         Labels with_phase = series->labels;
         with_phase["phase"] = PhasePolicy::name(p);
@@ -183,8 +193,8 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
     // exclusivity after an adoption, its cluster ids).
     Labels info = labels;
     info["exclusive"] = s.exclusive ? "true" : "false";
-    info["pod_uid"] = s.pod_uid;
-    info["slurm_job_id"] = s.slurm_job_id;
+    info["pod_uid"] = label_value(s.pod_uid);
+    info["slurm_job_id"] = label_value(s.slurm_job_id);
     if (!series->info || info != series->info_labels) {
       if (series->info) info_.Remove(series->info);
       series->info = &info_.Add(info);

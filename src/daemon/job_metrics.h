@@ -5,6 +5,8 @@
 // mlos_ prefix, base units (seconds, bytes), _total for counters. Every
 // per-job series carries job_id, label and uid ("job" is Prometheus' own
 // target label: a series labelled job would be renamed exported_job).
+// Label values from users' text (label, pod_uid, slurm_job_id) have their
+// control characters escaped (core/control_escape.h).
 // docs/monitoring.md lists them; node-wide PSI is node_exporter's
 // (node_pressure_*), not repeated here.
 //

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/control_escape.h"
+
 #define SD_JOURNAL_SUPPRESS_LOCATION  // CODE_FILE/LINE of this wrapper would say nothing
 #include <systemd/sd-journal.h>
 
@@ -92,8 +94,11 @@ void JournalLog::write(mlos_log_level_t level, const std::string& message,
 void JournalLog::write_stderr(mlos_log_level_t level, const std::string& message,
                               const std::vector<std::pair<std::string, std::string>>& fields) {
   static const char* const names[] = {"error", "warning", "info", "debug"};
+  // Escaped: a message and its fields carry users' text (a job's label),
+  // whose "\n" would forge a line and whose ESC would reach the terminal of
+  // whoever reads the log. The journal path above frames them instead.
   std::string line = identifier_ + ": " + names[level >= 0 && level <= 3 ? level : 0] + ": " +
-                     message_with_fields(message, fields) + "\n";
+                     escape_controls(message_with_fields(message, fields)) + "\n";
   // One write per line (no stdio buffering): lines of concurrent writers
   // do not interleave, and nothing is lost at a crash.
   (void)!::write(STDERR_FILENO, line.data(), line.size());

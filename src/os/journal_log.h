@@ -31,7 +31,9 @@ class JournalLog {
   // One message. Fields whose names journald would refuse are dropped (see
   // daemon/event_log.h for the rule). If the journal refuses the message
   // (no socket: journald is not running), it goes to stderr instead, and
-  // so do later ones, with one line saying so.
+  // so do later ones, with one line saying so. On stderr a message is one
+  // line: the control characters of the message and of field values are
+  // escaped (core/control_escape.h); the journal gets them as they are.
   void write(mlos_log_level_t level, const std::string& message,
              const std::vector<std::pair<std::string, std::string>>& fields);
 

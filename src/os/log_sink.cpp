@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/control_escape.h"
+
 namespace mlos {
 
 namespace {
@@ -44,7 +46,8 @@ void log_message(mlos_log_level_t level, const std::string& message) {
     if (level <= s.max_level) s.handler(level, message.c_str(), s.user);
   } else if (level <= env_level()) {
     static const char* const names[] = {"error", "warn", "info", "debug"};
-    fprintf(stderr, "mlos[%s]: %s\n", names[level], message.c_str());
+    // One line per message, whatever text from outside it quotes.
+    fprintf(stderr, "mlos[%s]: %s\n", names[level], escape_controls(message).c_str());
   }
 }
 
