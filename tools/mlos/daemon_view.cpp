@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "core/control_escape.h"
+
 #include "cli_output.h"
 #include "policy_report_view.h"
 #include "policy_view.h"
@@ -152,7 +154,8 @@ std::string daemon_status_text(const json& reply, const std::string& socket) {
     const std::string scope = excl ? json_text(job, "exclusive_scope", "mlos") : "no";
     const std::string tuning = tuning_of_process(static_cast<pid_t>(json_number(job, "pid").value_or(0)));
     snprintf(line, sizeof line, "%5s %-16s %8s %6s %-10s %-4s %-12s %6s %-20s %8s %-10s %-14s %-20s  %s\n",
-             json_text(job, "job").c_str(), fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
+             json_text(job, "job").c_str(), fit(escape_controls(json_text(job, "label")), 16).c_str(),
+             json_text(job, "pid").c_str(),
              json_text(job, "uid").c_str(), json_text(job, "cpus").c_str(), scope.c_str(),
              json_text(job, "phase").c_str(), json_text(job, "cpu_weight").c_str(), job_memory(job).c_str(), cpu_text,
              fit(short_gpus(job), 10).c_str(), fit(gpu_use(job), 14).c_str(), tuning.empty() ? "-" : fit(tuning, 20).c_str(),

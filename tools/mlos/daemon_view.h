@@ -45,7 +45,9 @@ nlohmann::json daemon_status_json(const nlohmann::json& reply, const std::string
 // A header line (daemon version, pid, uptime, cgroups, CPUs, shared pool,
 // exclusive CPUs), the GPUs and who holds them, then the table JOB LABEL
 // PID UID CPUS EXCL PHASE WEIGHT MEM CPU-s GPUS GPU-USE TUNING POLICIES (policy_view.h's job_policies), or "no jobs". Every
-// line ends in '\n'.
+// line ends in '\n'. A label's control characters are escaped
+// (core/control_escape.h): it is the job's user's text, read on another
+// user's terminal.
 std::string daemon_status_text(const nlohmann::json& reply, const std::string& socket);
 
 }  // namespace mlos::cli

@@ -5,6 +5,7 @@
 #include <pwd.h>
 
 #include "cli_output.h"
+#include "core/control_escape.h"
 #include "commands.h"
 #include "daemon_query.h"
 #include "daemon_view.h"
@@ -78,7 +79,8 @@ int ledger_status(const StatusOptions& options) {
     printf("%6llu %8d %-10s %-10s %-9s %4d %10s %6llds %-10s %-20s  %s\n", static_cast<unsigned long long>(c.id),
            c.owner.pid, user_name(c.uid).c_str(), c.cpus.to_list().c_str(), kind, c.numa_node,
            c.memory_bytes ? human_bytes(c.memory_bytes).c_str() : "-", static_cast<long long>(now - c.created_unix),
-           fit(short_gpus(c.gpus), 10).c_str(), tuning.empty() ? "-" : tuning.c_str(), c.label.c_str());
+           fit(short_gpus(c.gpus), 10).c_str(), tuning.empty() ? "-" : tuning.c_str(),
+           escape_controls(c.label).c_str());  // the claimant's text, on the reader's terminal
   }
   for (const auto& c : ledger->claims) {
     const nlohmann::json report = policy_report_of(ledger_file.dir(), c);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "core/control_escape.h"
 #include "daemon_view.h"
 #include "policy_view.h"
 
@@ -84,7 +85,7 @@ std::string render_top(const json& reply, const std::map<uint64_t, double>& cpu_
   out += line;
   for (const auto& job : jobs) {
     snprintf(line, sizeof line, "%5s %-16s %8s %-10s %-12s", json_text(job, "job").c_str(),
-             fit(json_text(job, "label"), 16).c_str(), json_text(job, "pid").c_str(),
+             fit(escape_controls(json_text(job, "label")), 16).c_str(), json_text(job, "pid").c_str(),
              fit(json_text(job, "cpus"), 10).c_str(), json_text(job, "phase").c_str());
     out += line;
     out += phase_shares(job);

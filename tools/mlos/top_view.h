@@ -34,6 +34,8 @@ class CpuRateTracker {
 // a table JOB LABEL PID CPUS PHASE, the share (%) of each phase in the job's
 // phase_seconds (IDLE DATA FWD BWD OPT CKPT), MEM used/limit, CPU% ("-"
 // where unknown) and POLICIES (policy_view.h's job_policies). `clock` is the time shown ("HH:MM:SS"). Lines end in '\n'.
+// A label's control characters are escaped (core/control_escape.h), as in
+// `mlos status`: this is what `mlos top -b` prints.
 std::string render_top(const nlohmann::json& reply, const std::map<uint64_t, double>& cpu_percent,
                        const std::string& clock);
 
