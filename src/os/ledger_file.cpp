@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "os/durable_file.h"
-#include "os/make_directories.h"
+#include "os/own_directory.h"
 #include "os/process_info.h"
 #include "os/unique_fd.h"
 
@@ -47,28 +47,7 @@ std::string default_runtime_dir() {
   return "/tmp/mlos-" + std::to_string(geteuid());
 }
 
-Status LedgerFile::ensure_dir() const {
-  if (Status s = make_directories(dir_, 0755, "runtime directory"); !s) return s;
-  return check_trusted();
-}
-
-Status LedgerFile::check_trusted() const {
-  // Another user who owns (or may write to) the directory could forge
-  // claims or plant links; /tmp/mlos-<uid> can be created by anyone first.
-  struct stat st {};
-  if (stat(dir_.c_str(), &st) != 0) return make_sys_error(errno, "cannot stat runtime directory " + dir_);
-  if (!S_ISDIR(st.st_mode)) return make_error(MLOS_ERR_SYSTEM, "runtime directory " + dir_ + " is not a directory");
-  if (st.st_uid != geteuid() && st.st_uid != 0) {
-    return make_error(MLOS_ERR_PERMISSION, "runtime directory " + dir_ + " belongs to uid " +
-                                               std::to_string(st.st_uid) +
-                                               ", neither this user nor root; refusing to use it");
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return make_error(MLOS_ERR_PERMISSION, "runtime directory " + dir_ +
-                                               " is writable by group or others; refusing to use it (chmod go-w)");
-  }
-  return Status::Ok();
-}
+Status LedgerFile::ensure_dir() const { return make_own_directory(dir_, 0755, "runtime directory"); }
 
 Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& update) {
   if (Status s = ensure_dir(); !s) return s;
@@ -100,7 +79,9 @@ Status LedgerFile::update(const std::function<Result<bool>(ClaimLedger&)>& updat
 Result<ClaimLedger> LedgerFile::read() const {
   struct stat st {};
   if (stat(dir_.c_str(), &st) != 0 && errno == ENOENT) return ClaimLedger{};
-  if (Status s = check_trusted(); !s) return s.error();
+  // Another user who owns (or may write to) the directory could forge
+  // claims or plant links.
+  if (Status s = check_own_directory(dir_, "runtime directory"); !s) return s.error();
   auto ledger = parse_file(path());
   if (!ledger) return ledger.error();
   forget_if_rebooted(*ledger);

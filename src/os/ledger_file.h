@@ -42,14 +42,14 @@ class LedgerFile {
   // result, not removed from the file). A missing directory or file reads as
   // an empty ledger.
   //
-  // Both refuse (PERMISSION) a directory owned by a user other than this
-  // one or root, or writable by group or others, and never follow a link
-  // planted in it.
+  // Both refuse (PERMISSION) a directory that is not this user's own
+  // (os/own_directory.h: owned by another user than this one or root,
+  // writable by group or others, or a symbolic link), and never follow a
+  // link planted in it.
   Result<ClaimLedger> read() const;
 
  private:
   Status ensure_dir() const;
-  Status check_trusted() const;
   std::string dir_;
   std::function<void(const Claim&)> on_pruned_;
 };
