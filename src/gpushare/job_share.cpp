@@ -58,21 +58,27 @@ std::unique_ptr<JobShare> JobShare::attach(const std::string& path, const ShareL
     share->map_->header.share_percent = static_cast<uint32_t>(fallback.share_percent);
     pthread_mutex_init(&share->map_->lock, nullptr);
   } else {
-    const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    // O_NONBLOCK | O_NOCTTY: a FIFO or terminal named here is refused
+    // below, never waited on nor made the controlling terminal.
+    const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
       *why = "cannot open GPU share file " + path + ": " + std::strerror(errno);
       return nullptr;
     }
+    // Nothing in the file is read before the descriptor proves it ours.
     struct stat st {};
+    if (fstat(fd, &st) != 0) {
+      *why = "cannot stat GPU share file " + path + ": " + std::strerror(errno);
+    } else {
+      *why = untrusted_share_file_reason(path, st, geteuid());
+    }
     void* p = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == static_cast<off_t>(sizeof(ShareFileLayout))) {
+    if (why->empty()) {
       p = mmap(nullptr, sizeof(ShareFileLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) *why = "cannot map GPU share file " + path + ": " + std::strerror(errno);
     }
     close(fd);
-    if (p == MAP_FAILED) {
-      *why = "GPU share file " + path + " is not a share file of this mlOS (size, type or mapping)";
-      return nullptr;
-    }
+    if (p == MAP_FAILED) return nullptr;
     share->map_ = static_cast<ShareFileLayout*>(p);
     share->file_backed_ = true;
     const ShareHeader& h = share->map_->header;

@@ -21,8 +21,10 @@ class JobShare {
  public:
   // Maps `path` read-write and takes a slot for this process; with `path`
   // empty, private books holding `fallback`. nullptr with `*why` when the
-  // file cannot be used (missing, another format, every slot taken by a
-  // live process).
+  // file cannot be used: missing, not this user's own
+  // (untrusted_share_file_reason: checked on the open descriptor before
+  // anything in the file is read), another format, every slot taken by a
+  // live process.
   static std::unique_ptr<JobShare> attach(const std::string& path, const ShareLimits& fallback, std::string* why);
   ~JobShare();  // frees this process's slot
   JobShare(const JobShare&) = delete;

@@ -61,6 +61,22 @@ std::string create_share_file(const std::string& path, const ShareLimits& limits
   return why;
 }
 
+std::string untrusted_share_file_reason(const std::string& path, const struct stat& st, uid_t user) {
+  const std::string file = "GPU share file " + path;
+  const std::string refusal = "; refusing to map it";
+  if (!S_ISREG(st.st_mode)) return file + " is not a regular file" + refusal;
+  if (st.st_uid != user && st.st_uid != 0) {
+    return file + " belongs to uid " + std::to_string(st.st_uid) + ", neither this user nor root" + refusal;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return file + " is writable by group or others" + refusal;
+  if (st.st_nlink != 1) return file + " has " + std::to_string(st.st_nlink) + " links (a share file has one)" + refusal;
+  if (st.st_size != static_cast<off_t>(sizeof(ShareFileLayout))) {
+    return file + " is not a share file of this mlOS (" + std::to_string(st.st_size) + " bytes, not " +
+           std::to_string(sizeof(ShareFileLayout)) + ")";
+  }
+  return "";
+}
+
 std::optional<ShareFileView> read_share_file(const std::string& path, std::string* why,
                                              bool (*alive)(int pid, uint64_t start_time), int owner_uid) {
   // mlosd reads as root a path a client named. O_PATH opens nothing (a

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -71,6 +72,15 @@ struct ShareLimits {
 // Creates `path` (O_EXCL, mode 0600, owned by `uid`/`gid` when they are not
 // -1) holding `limits` and no processes. Empty string on success, else why.
 std::string create_share_file(const std::string& path, const ShareLimits& limits, int uid = -1, int gid = -1);
+
+// Whether the job's own process may trust the share file `st` describes
+// (fstat of the descriptor it is about to map): a regular file with one
+// link, of the layout's size, owned by `user` or root and writable by
+// neither group nor others. The file holds the job's limits and the
+// mutex whose robust-list pointers glibc writes through, so a file
+// another user could have made or can write is never mapped. "" when
+// trusted, else why, naming `path`.
+std::string untrusted_share_file_reason(const std::string& path, const struct stat& st, uid_t user);
 
 // A validated copy of a share file, as readers outside the job see it.
 struct ShareUsage {

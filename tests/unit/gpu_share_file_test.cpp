@@ -122,6 +122,45 @@ TEST_F(ShareFileTest, ReadersOutsideTheJobReadOnlyTheJobUsersFile) {
   }
 }
 
+// Issue 47, finding 6: a share file the job's user did not make alone
+// (another user's, one others may write to, a second name of a file) is
+// never mapped: its limits would be the other user's, its lock could hang
+// the job, and glibc writes through the robust mutex's list pointers.
+TEST_F(ShareFileTest, TheJobMapsOnlyItsUsersOwnShareFile) {
+  ASSERT_EQ(create_share_file(path_, {1000, 0}), "");
+  std::string why;
+  auto processes = [&](const std::string& path) {
+    auto view = read_share_file(path, &why, always_alive);
+    return view ? view->processes : -1;
+  };
+  ASSERT_EQ(chmod(path_.c_str(), 0666), 0);
+  EXPECT_FALSE(JobShare::attach(path_, {}, &why));
+  EXPECT_EQ(why, "GPU share file " + path_ + " is writable by group or others; refusing to map it");
+  EXPECT_EQ(processes(path_), 0) << "no slot was taken in it";
+
+  ASSERT_EQ(chmod(path_.c_str(), 0600), 0);
+  const std::string second = (dir_ / "second-name").string();
+  ASSERT_EQ(link(path_.c_str(), second.c_str()), 0);
+  EXPECT_FALSE(JobShare::attach(path_, {}, &why));
+  EXPECT_EQ(why, "GPU share file " + path_ + " has 2 links (a share file has one); refusing to map it");
+  ASSERT_EQ(unlink(second.c_str()), 0);
+
+  auto ours = JobShare::attach(path_, {}, &why);
+  ASSERT_TRUE(ours) << why;
+  EXPECT_EQ(ours->limits().memory_limit, 1000u);
+  EXPECT_EQ(processes(path_), 1);
+  ours.reset();
+
+  if (geteuid() != 0) GTEST_SKIP() << "a file of another uid needs root to make";
+  // Made by another user (nobody) with limits of theirs: even root, who
+  // could open it, does not map it.
+  const std::string theirs = (dir_ / "planted.share").string();
+  ASSERT_EQ(create_share_file(theirs, {1u << 30, 0}, 65534, 65534), "");
+  EXPECT_FALSE(JobShare::attach(theirs, {}, &why));
+  EXPECT_EQ(why, "GPU share file " + theirs + " belongs to uid 65534, neither this user nor root; refusing to map it");
+  EXPECT_EQ(processes(theirs), 0);
+}
+
 TEST_F(ShareFileTest, PrivateBooksWithoutAFile) {
   std::string why;
   auto share = JobShare::attach("", {100, 0}, &why);
@@ -146,6 +185,8 @@ TEST_F(ShareFileTest, FilesOfAnotherShapeAreRefused) {
   std::string why;
   EXPECT_FALSE(read_share_file(path_, &why, always_alive));
   EXPECT_NE(why.find("no such file"), std::string::npos);
+  EXPECT_FALSE(JobShare::attach(path_, {}, &why));
+  EXPECT_NE(why.find("No such file"), std::string::npos) << why;  // the job's own process is told
   std::ofstream(path_) << "not a share file";
   EXPECT_FALSE(read_share_file(path_, &why, always_alive));
   EXPECT_NE(why.find("not a GPU share file of the job's user"), std::string::npos);

@@ -12,7 +12,7 @@
 #include "gpushare/share_file.h"
 #include "install_paths.h"
 #include "os/ledger_file.h"
-#include "os/make_directories.h"
+#include "os/own_directory.h"
 #include "os/process_info.h"
 
 namespace mlos::cli {
@@ -74,8 +74,13 @@ Result<GpuShareSetup> prepare_gpu_share(const GpuShareRequest& request) {
     s.note = mps.running ? "compute share by MPS (control daemon at " + mps.pipe_directory + ")"
                          : "compute share by launch throttling (" + mps.why + ")";
   }
-  const std::string dir = os::default_runtime_dir() + "/gpushare";
-  if (Status st = os::make_directories(dir, 0700, "GPU share directory"); !st) return st.error();
+  // Both must be this user's own before anything in them is removed or
+  // created: /tmp/mlos-<uid> may have been made by someone else, whose file
+  // the job would then map (docs/security.md, "GPU share files").
+  const std::string runtime = os::default_runtime_dir();
+  if (Status st = os::make_own_directory(runtime, 0700, "runtime directory"); !st) return st.error();
+  const std::string dir = runtime + "/gpushare";
+  if (Status st = os::make_own_directory(dir, 0700, "GPU share directory"); !st) return st.error();
   remove_stale(dir);
   auto self = os::process_id(getpid());
   if (!self) return self.error();

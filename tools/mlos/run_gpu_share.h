@@ -33,8 +33,11 @@ struct GpuShareSetup {
 };
 
 // Finds the interposer (UNSUPPORTED if this build has none), detects MPS,
-// and creates the share file, first removing those of processes that
-// have exited.
+// and creates the share file (O_EXCL, O_NOFOLLOW, mode 0600) in
+// <runtime dir>/gpushare, first removing those of processes that have
+// exited. PERMISSION, naming the path and the reason, when the runtime
+// directory or gpushare/ is not this user's own (os/own_directory.h):
+// then nothing in it is removed, created or mapped.
 Result<GpuShareSetup> prepare_gpu_share(const GpuShareRequest& request);
 // CMD's environment: LD_PRELOAD (the interposer first, what was there
 // after), MLOS_GPUSHARE_STATE, MLOS_GPU_MEMORY_LIMIT, MLOS_GPU_SHARE,
