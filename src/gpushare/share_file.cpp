@@ -84,11 +84,13 @@ std::optional<ShareFileView> read_share_file(const std::string& path, std::strin
   // controlling terminal nor blocks it); only a regular file of the
   // layout's size, owned by the job's user, is then opened for reading.
   // Whatever else the path names gets one answer, so the reply tells a
-  // user nothing of files that are not theirs.
+  // user nothing of files that are not theirs. That includes no file at
+  // all: root resolves paths under directories the user cannot search,
+  // where "no such file" beside "not yours" would tell which names exist.
   const std::string refused = path + ": not a GPU share file of the job's user";
   const int probe = open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (probe < 0) {
-    *why = errno == ENOENT ? path + ": no such file" : refused;
+    *why = refused;
     return std::nullopt;
   }
   struct stat st {};

@@ -102,7 +102,12 @@ struct ShareFileView {
 // `alive(pid, start_time)` says is alive; a value out of range (a device
 // index, a share over 100) makes the whole file invalid. nullopt with
 // `*why` set when the file cannot be used.
-// With `owner_uid` >= 0 the file must belong to that uid.
+// With `owner_uid` >= 0 the file must belong to that uid. mlosd reads as
+// root a path a client named, which the client may not be able to reach:
+// a path that names no such file of that uid's, whether missing, a link,
+// not a regular file, of another size or another user's, gets one answer,
+// "<path>: not a GPU share file of the job's user", which tells nothing
+// of what is there. Only a file of that uid's says more (its format).
 std::optional<ShareFileView> read_share_file(const std::string& path, std::string* why,
                                              bool (*alive)(int pid, uint64_t start_time), int owner_uid = -1);
 

@@ -161,6 +161,35 @@ TEST_F(ShareFileTest, TheJobMapsOnlyItsUsersOwnShareFile) {
   EXPECT_EQ(processes(theirs), 0);
 }
 
+// Issue 47, finding 10: mlosd resolves, as root, a share path a client
+// sent, under directories the client may not search. Missing or there
+// but not the client's, the answer is the same bytes.
+TEST_F(ShareFileTest, ARefusedPathGetsOneAnswerWhateverIsThere) {
+  const std::filesystem::path closed = dir_ / "closed";  // as /root: only its owner searches it
+  ASSERT_EQ(mkdir(closed.c_str(), 0700), 0);
+  const std::string path = (closed / "x.share").string();
+  const int client = static_cast<int>(geteuid()) + 1;
+  std::string missing;
+  ASSERT_FALSE(read_share_file(path, &missing, always_alive, client));
+  EXPECT_EQ(missing, path + ": not a GPU share file of the job's user");
+  std::string why;
+  ASSERT_EQ(create_share_file(path, {1, 1}), "");  // a share file, but not the client's
+  EXPECT_FALSE(read_share_file(path, &why, always_alive, client));
+  EXPECT_EQ(why, missing);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  std::ofstream(path) << "anything else";
+  EXPECT_FALSE(read_share_file(path, &why, always_alive, client));
+  EXPECT_EQ(why, missing);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkdir(path.c_str(), 0700), 0);
+  EXPECT_FALSE(read_share_file(path, &why, always_alive, client));
+  EXPECT_EQ(why, missing);
+  ASSERT_EQ(rmdir(path.c_str()), 0);
+  std::filesystem::create_symlink("/etc/shadow", path);
+  EXPECT_FALSE(read_share_file(path, &why, always_alive, client));
+  EXPECT_EQ(why, missing);
+}
+
 TEST_F(ShareFileTest, PrivateBooksWithoutAFile) {
   std::string why;
   auto share = JobShare::attach("", {100, 0}, &why);
@@ -184,7 +213,7 @@ TEST_F(ShareFileTest, TheDeviceTableIsBounded) {
 TEST_F(ShareFileTest, FilesOfAnotherShapeAreRefused) {
   std::string why;
   EXPECT_FALSE(read_share_file(path_, &why, always_alive));
-  EXPECT_NE(why.find("no such file"), std::string::npos);
+  EXPECT_EQ(why, path_ + ": not a GPU share file of the job's user") << "missing: the one answer";
   EXPECT_FALSE(JobShare::attach(path_, {}, &why));
   EXPECT_NE(why.find("No such file"), std::string::npos) << why;  // the job's own process is told
   std::ofstream(path_) << "not a share file";
