@@ -212,9 +212,18 @@ void Confinement::undo() {
   }
   narrowed_.clear();
   left_alone_.clear();
+  overridden_.clear();
   active_ = false;
   pool_ = CpuSet{};
   if (Status s = save_state(); !s) note("state not saved: " + s.error().describe());
+}
+
+bool Confinement::give_back() {
+  if (config_.mode == "off") return false;
+  const bool held = active_ || !narrowed_.empty() || (config_.mode == "node" && fs_->exists(shared()));
+  if (held) undo();
+  planned_ = false;  // whoever runs next plans afresh
+  return held;
 }
 
 void Confinement::update(const CpuSet& node, const CpuSet& exclusive, const std::function<bool(pid_t)>& exempt) {
@@ -258,8 +267,18 @@ void Confinement::sweep(const Exempt& exempt) {
       continue;
     }
     if (!f->affinity.intersects(pool_)) {
-      left_alone_[pid] = json{{"pid", pid}, {"comm", f->comm}, {"cpus", f->affinity.to_list()}};
-      continue;
+      // Pinned by its own affinity to exclusive CPUs only. Root's choice is
+      // respected (an IRQ-bound helper, a pinned monitor); anyone else's is
+      // not: an exclusive job would otherwise share its CPU with whoever
+      // pinned a process there first (issue 47, finding 12). Moved into
+      // the pool's cpuset, its affinity becomes the pool (Linux >= 6.2
+      // remembers the mask it asked for and gives it back when it is
+      // allowed again).
+      if (f->uid == 0) {
+        left_alone_[pid] = json{{"pid", pid}, {"comm", f->comm}, {"cpus", f->affinity.to_list()}};
+        continue;
+      }
+      overridden_[pid] = json{{"pid", pid}, {"comm", f->comm}, {"uid", f->uid}, {"cpus", f->affinity.to_list()}};
     }
     left_alone_.erase(pid);
     if (Status s = fs_->write(shared() + "/cgroup.procs", std::to_string(pid)); !s && s.error().sys_errno != ESRCH) {
@@ -270,6 +289,9 @@ void Confinement::sweep(const Exempt& exempt) {
   for (auto it = left_alone_.begin(); it != left_alone_.end();) {
     it = present.count(it->first) ? std::next(it) : left_alone_.erase(it);
   }
+  for (auto it = overridden_.begin(); it != overridden_.end();) {
+    it = facts_(it->first) ? std::next(it) : overridden_.erase(it);  // gone: no longer reported
+  }
   for (auto it = kernel_threads_.begin(); it != kernel_threads_.end();) {
     it = present.count(*it) ? std::next(it) : kernel_threads_.erase(it);
   }
@@ -279,12 +301,15 @@ json Confinement::status() const {
   json narrowed = json::array(), alone = json::array();
   for (const auto& [cgroup, was] : narrowed_) narrowed.push_back(json{{"cgroup", cgroup}, {"was", was}});
   for (const auto& [pid, j] : left_alone_) alone.push_back(j);
+  json overridden = json::array();
+  for (const auto& [pid, j] : overridden_) overridden.push_back(j);
   json j{{"mode", config_.mode},
          {"active", active_},
          {"pool", active_ ? json(pool_.to_list()) : json(nullptr)},
          {"reason", active_ ? json(nullptr) : json(config_.mode == "off" ? "confinement is off" : reason_)},
          {"narrowed", narrowed},
          {"left_alone", alone},
+         {"affinity_overridden", overridden},
          {"errors", errors_}};
   if (config_.mode == "node") {
     j["shared_cgroup"] = shared();

@@ -14,8 +14,10 @@
 //  - mode "list": only the listed cgroups are narrowed.
 //  - mode "off": nothing.
 //
-// A process whose own affinity lies wholly inside the exclusive CPUs is
-// left where it is and reported (moving it would override its affinity).
+// A process of root's whose own affinity lies wholly inside the exclusive
+// CPUs is left where it is and reported (moving it would override the
+// affinity root chose); another user's is moved all the same (its
+// affinity becomes the pool) and reported as overridden.
 // A user-set affinity narrower than the pool survives: the kernel (>= 6.2)
 // keeps a task's requested mask across cpuset changes and intersects it.
 // Undone (processes moved back to the root, cgroups restored) when no
@@ -78,6 +80,12 @@ class Confinement {
   // restarted mlosd, itself started inside the confinement, adds them back
   // to the node it manages.
   CpuSet withheld() const;
+  // Gives the node back: undoes whatever is confined (processes back to
+  // the root cgroup, narrowed cgroups restored, the state file emptied),
+  // whatever the jobs. mlosd does this when it stops, and `mlosd
+  // --give-back-node` for a mlosd that died; the next update() confines
+  // again. Whether anything was confined.
+  bool give_back();
   const std::string& mode() const { return config_.mode; }
   bool active() const { return active_; }
   nlohmann::json status() const;
@@ -103,6 +111,7 @@ class Confinement {
   std::map<std::string, std::string> narrowed_;  // cgroup -> its cpuset.cpus before
   std::set<pid_t> kernel_threads_;               // never moved
   std::map<pid_t, nlohmann::json> left_alone_;   // pid -> {comm, cpus}
+  std::map<pid_t, nlohmann::json> overridden_;   // pid -> {comm, uid, cpus}: another user's pinning overridden
   std::vector<std::string> errors_;              // last few, for status
 };
 

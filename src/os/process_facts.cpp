@@ -37,6 +37,15 @@ std::optional<ProcessFacts> read_process_facts(pid_t pid, const std::string& pro
     }
   }
   f.kernel_thread = (flags & kPfKthread) != 0;
+  auto status = read_whole_file(dir + "/status");
+  if (!status || !status->has_value()) return std::nullopt;
+  const size_t uid_at = (*status)->find("\nUid:");
+  if (uid_at == std::string::npos) return std::nullopt;
+  try {
+    f.uid = static_cast<uid_t>(std::stoul((*status)->substr(uid_at + 5)));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(pid, sizeof set, &set) != 0) return std::nullopt;

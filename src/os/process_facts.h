@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // What confinement needs to know of a process before moving it: whether it
-// is a kernel thread (never moved), where its own affinity lets it run, and
-// its name (for reports).
+// is a kernel thread (never moved), where its own affinity lets it run,
+// whose it is (root's own pinning is respected, nobody else's), and its
+// name (for reports).
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +18,7 @@ struct ProcessFacts {
   bool kernel_thread = false;  // PF_KTHREAD in /proc/<pid>/stat's flags
   CpuSet affinity;             // its main thread's (sched_getaffinity)
   std::string comm;
+  uid_t uid = 0;               // its real uid (/proc/<pid>/status "Uid:")
 };
 
 // nullopt when the process is gone (or cannot be read).

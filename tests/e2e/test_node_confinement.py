@@ -98,6 +98,61 @@ def test_a_process_that_can_run_only_on_the_exclusive_cpus_is_left_alone_and_rep
     assert f"/{d.base}/" not in Path(f"/proc/{stuck.pid}/cgroup").read_text()
 
 
+def test_another_users_process_pinned_to_the_exclusive_cpu_first_does_not_keep_it(tmp_path):
+    # Issue 47, finding 12: root's exclusive job shared its CPU with a
+    # process a user had pinned there in advance.
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+    pinned = {cpu: started(subprocess.Popen(["taskset", "-c", str(cpu), "sleep", "120"], preexec_fn=as_nobody))
+              for cpu in node_cpus()}
+    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
+    job = mlos_run_exclusive(d)
+    (taken,) = cpus_of(job.pid)
+    users = pinned[taken]
+    pool = node_cpus() - {taken}
+    assert wait_for(lambda: cpus_of(users.pid) == pool, timeout=10), (allowed_cpus(users.pid), confinement(d))
+    c = confinement(d)
+    assert any(x["pid"] == users.pid and x["uid"] == 65534 for x in c["affinity_overridden"]), c
+    assert not any(x["pid"] == users.pid for x in c["left_alone"]), c
+
+
+def test_a_stopped_mlosd_gives_the_node_back_and_the_next_one_confines_again(tmp_path):
+    # Issue 47, finding 8: a mlosd stopped while an exclusive job ran left
+    # every process of the machine on the pool until another mlosd started.
+    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
+    other = hog()
+    job = mlos_run_exclusive(d)
+    pool = node_cpus() - cpus_of(job.pid)
+    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    d.stop()
+    assert cpus_of(other.pid) == node_cpus(), "given back at the stop, before mlosd exited"
+    assert not (CPUSET / d.base / "shared").exists()
+    assert "confinement undone" in d.log.read_text()
+    d.start()  # the job still runs: confined again
+    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10), allowed_cpus(other.pid)
+
+
+def test_give_back_node_undoes_what_a_killed_mlosd_left_and_is_refused_while_one_runs(tmp_path):
+    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
+    other = hog()
+    job = mlos_run_exclusive(d)
+    pool = node_cpus() - cpus_of(job.pid)
+    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    give_back = [str(build_dir() / "bin" / "mlos"), "daemon", *d.argv()[1:], "--give-back-node"]
+    running = subprocess.run(give_back, capture_output=True, text=True, timeout=60)
+    assert running.returncode == 1 and "answers on" in running.stderr, running
+    assert cpus_of(other.pid) == pool
+    d.kill9()
+    assert cpus_of(other.pid) == pool  # nobody undid it
+    done = subprocess.run(give_back, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "gave the node back" in done.stdout, done
+    assert cpus_of(other.pid) == node_cpus()
+    assert not (CPUSET / d.base / "shared").exists()
+    again = subprocess.run(give_back, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "nothing to give back" in again.stdout, again
+
+
 def test_nothing_is_confined_while_every_cpu_is_exclusive(tmp_path):
     d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
     other = hog()

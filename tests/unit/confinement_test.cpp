@@ -40,16 +40,18 @@ class ConfinementTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     // The machine: unmanaged processes 100 (a shell), 101 (pinned to CPU 0
-    // by its user), kernel thread 2, all in the root; system.slice with
+    // by root), 102 (pinned there by uid 1000), kernel thread 2, all in the
+    // root; system.slice with
     // process 200; mlosd's own base.
     ASSERT_TRUE(tree_->make_dir("system.slice"));
     ASSERT_TRUE(tree_->make_dir("mlos"));
-    tree_->set_processes("", {2, 100, 101});
+    tree_->set_processes("", {2, 100, 101, 102});
     tree_->set_processes("system.slice", {200});
     tree_->set_root_cpus("0-3");
     facts_[2] = ProcessFacts{true, cpus("0-3"), "kthreadd"};
     facts_[100] = ProcessFacts{false, cpus("0-3"), "bash"};
-    facts_[101] = ProcessFacts{false, cpus("0"), "pinned"};
+    facts_[101] = ProcessFacts{false, cpus("0"), "pinned"};  // root's: left alone
+    facts_[102] = ProcessFacts{false, cpus("0"), "users-pinned", 1000};
     facts_[200] = ProcessFacts{false, cpus("0-3"), "sshd"};
   }
   void TearDown() override {
@@ -89,6 +91,12 @@ TEST_F(ConfinementTest, NodeModeMovesUnmanagedProcessesAndNarrowsOtherCgroups) {
   ASSERT_EQ(st["left_alone"].size(), 1u);
   EXPECT_EQ(st["left_alone"][0]["pid"], 101);
   EXPECT_EQ(st["left_alone"][0]["comm"], "pinned");
+  // Another user's process pinned to the exclusive CPUs first does not
+  // keep them (issue 47, finding 12): moved, and reported.
+  EXPECT_EQ(tree_->pid_location(102), "mlos/shared");
+  ASSERT_EQ(st["affinity_overridden"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["affinity_overridden"][0]["pid"], 102);
+  EXPECT_EQ(st["affinity_overridden"][0]["uid"], 1000);
   // A process that appears in the root later is moved at the next sweep.
   tree_->set_processes("", {2, 101, 300});
   facts_[300] = ProcessFacts{false, cpus("0-3"), "new"};
@@ -120,6 +128,28 @@ TEST_F(ConfinementTest, UndoneWhenNoJobConfinesOrEveryCpuIsExclusive) {
   EXPECT_EQ(tree_->file("system.slice/cpuset.cpus"), "0-3") << "restored to the CPUs it had";
   EXPECT_TRUE(c->status()["errors"].empty()) << c->status().dump();
   EXPECT_NE(c->status()["reason"].get<std::string>().find("every CPU"), std::string::npos);
+}
+
+// Issue 47, finding 8: a mlosd that stopped while an exclusive job ran left
+// every process of the machine on the pool until another mlosd started.
+TEST_F(ConfinementTest, GivingTheNodeBackUndoesItAndTheNextUpdateConfinesAgain) {
+  auto c = make();
+  c->update(cpus("0-3"), cpus("0-1"));
+  ASSERT_TRUE(c->active());
+  EXPECT_TRUE(c->give_back());
+  EXPECT_FALSE(c->active());
+  EXPECT_EQ(tree_->pid_location(100), "");
+  EXPECT_FALSE(tree_->exists("mlos/shared"));
+  EXPECT_EQ(tree_->file("system.slice/cpuset.cpus"), "0-3");
+  EXPECT_FALSE(c->give_back()) << "nothing left to give back";
+  // What a next mlosd finds: nothing withheld.
+  auto next = make();
+  ASSERT_TRUE(next->load().ok());
+  EXPECT_TRUE(next->withheld().empty());
+  // The same exclusive CPUs confine again at the next update.
+  c->update(cpus("0-3"), cpus("0-1"));
+  EXPECT_TRUE(c->active());
+  EXPECT_EQ(tree_->pid_location(100), "mlos/shared");
 }
 
 TEST_F(ConfinementTest, ThePoolFollowsTheExclusiveJobs) {

@@ -21,6 +21,7 @@
 #include "daemon/config_reload.h"
 #include "daemon/confinement.h"
 #include "daemon/control_server.h"
+#include "daemon/daemon_client.h"
 #include "daemon/daemon_config.h"
 #include "daemon/event_log.h"
 #include "daemon/job_manager.h"
@@ -301,6 +302,36 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// --give-back-node: the confinement a mlosd that died (kill -9, a crash)
+// left is undone by hand. Refused while a mlosd answers on the socket: it
+// owns the confinement, and stopping it gives the node back.
+int give_back(const d::DaemonConfig& config, const std::shared_ptr<os::CgroupDriver>& driver) {
+  if (d::DaemonClient::connect(config.socket, 1000)) {
+    std::cerr << "mlosd: a mlosd answers on " << config.socket
+              << ": it keeps the confinement; stop it (it gives the node back when it stops)\n";
+    return 1;
+  }
+  if (!driver) {
+    std::cout << "nothing to give back: no cgroups (--cgroups none)\n";
+    return 0;
+  }
+  auto made = make_confinement(config, *driver);
+  if (!made) return fail(made.error().describe());
+  if (!*made) {
+    std::cout << "nothing to give back: confine is off\n";
+    return 0;
+  }
+  auto left = (*made)->load();
+  if (!left) return fail(left.error().describe());
+  const bool held = (*made)->give_back();
+  std::cout << (held ? "gave the node back: every process may run on every CPU again (" + config.state_dir +
+                           "/confinement.json emptied)"
+                     : std::string("nothing to give back: nothing is confined"))
+            << "\n";
+  for (const auto& e : (*made)->status()["errors"]) std::cout << "  " << e.get<std::string>() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -309,7 +340,7 @@ int main(int argc, char** argv) {
                "into CPU weights, and serves Prometheus metrics."};
   app.set_version_flag("--version", "mlosd " MLOS_VERSION_STRING " (commit " MLOS_BUILD_COMMIT ")");
   std::string config_path;
-  bool check_config = false, quarantine = false;
+  bool check_config = false, quarantine = false, give_back_node = false;
   std::string socket, state_dir, cgroups, cgroup_base, metrics_listen, metrics_textfile, ledger_dir, confine;
   std::string policy_dir, policy_host, log_target;
   int sample_ms = 0;
@@ -333,6 +364,9 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen, "HTTP address for /metrics: PORT, HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; '' off)");
   app.add_option("--metrics-textfile", metrics_textfile, "Also write metrics to this file (node_exporter textfile)");
   app.add_option("--sample-interval-ms", sample_ms, "How often phase pages and owners are checked (default 100)");
+  app.add_flag("--give-back-node", give_back_node,
+               "Undo the confinement a mlosd that died left (every process back on every CPU; <state_dir>/"
+               "confinement.json says what) and exit; refused while a mlosd answers on the socket");
   app.add_flag("--quarantine-state", quarantine,
                "If the registry file is corrupt, move it aside (<file>.corrupt-<time>) and start with no jobs");
   app.footer("Exit codes: 0 stopped by SIGTERM/SIGINT (jobs are kept for the next mlosd) or config valid; "
@@ -377,6 +411,7 @@ int main(int argc, char** argv) {
     return driver ? 0 : kExitUsage;
   }
   if (!driver) return fail(driver.error().describe());
+  if (give_back_node) return give_back(config, *driver);
 
   os::ServiceNotifier notifier = os::ServiceNotifier::from_environment();
   // SIGTERM, SIGINT and SIGHUP are read from a signalfd by the event loop: blocked
@@ -556,5 +591,13 @@ int main(int argc, char** argv) {
   d::log_event(MLOS_LOG_INFO, ready, {{"MLOS_EVENT", "ready"}});
   notifier.ready(ready);
   if (Status s = server.run(); !s) return fail(s.error().describe());
+  // Nobody keeps other processes off the exclusive CPUs once mlosd is gone:
+  // they are given back now, and the next mlosd confines again for the
+  // exclusive jobs still running (issue 47, finding 8).
+  if (confinement && confinement->give_back()) {
+    d::log_event(MLOS_LOG_INFO, "stopped: confinement undone, every process may run on every CPU again; the next "
+                                "mlosd confines again for the exclusive jobs still running",
+                 {{"MLOS_EVENT", "node_given_back"}});
+  }
   return 0;
 }
