@@ -2,11 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """mlosd at scale, and a soak against a crowd of local users.
 
-    python3 bench/daemon_scale.py [--jobs 10000] [--owners 4] [--soak-seconds 60] [--out DIR] [--quick]
+    python3 bench/daemon_scale.py [--jobs 10000] [--owners 4] [--soak-seconds 60] [--cgroups none|real]
+                                  [--out DIR] [--quick]
 
 Needs root (owners run as their own uids: the users mlos-soak-0..N are
 created if missing) and a build (build/bin/mlosd, $MLOS_BUILD_DIR). Starts a
-private mlosd (no cgroups: what is measured is the daemon, not cgroupfs).
+private mlosd, `--confine off`, with its default policies (phase-weights,
+thread-governor: attached to every job) from the build. `--cgroups none`
+(default) measures the daemon alone; `--cgroups real` gives every job its
+cgroup in this machine's hierarchy (v1 or v2) under a private base, which
+is removed at the end and checked to be gone.
 
 Scale: `--owners` processes, each its own uid and its own connection,
 register jobs in turns until `--jobs` are held; at 0, 1/10, 1/4, 1/2 and all
@@ -21,8 +26,12 @@ replaced, idle clients sit on connections, slow clients trickle requests
 byte by byte and never read, and a prober sends `hello` every 50 ms. At the
 end: nothing lost (every live owner's jobs are there, no dead owner's),
 the root job kept its CPU throughout, and the hello latency over the whole
-soak (max, p99). Writes DIR/daemon_scale.json and prints a markdown table.
-Timing is reported, never judged: this machine is shared."""
+soak (max, p99), the policies' failures (the shipped ones never fail by
+themselves: any failure is mlosd's), and each registry compaction's pause
+(mlosd logs it). Writes DIR/daemon_scale.json and prints a markdown table.
+Timing is reported, never judged (this machine is shared); the exit status
+is 1 if a job was lost or left over, the root job lost its CPU, a policy
+failed, or a cgroup was left behind."""
 import argparse
 import json
 import os
@@ -40,7 +49,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
-from daemon_helpers import Client, Daemon, encode, read_frame  # noqa: E402
+from daemon_helpers import CGROUP_ROOT, V1_CONTROLLERS, Client, Daemon, encode, read_frame  # noqa: E402
 
 OWNER = r"""
 import json, os, sys, time
@@ -177,6 +186,28 @@ def start_root_job(d):
     return job, int(granted["claim"]), granted["cpus"]
 
 
+def policy_failures(c):
+    r = c.call("policies")
+    assert r["ok"], r
+    return {p["name"]: {"failures": p["failures"], "last_failure": p["last_failure"], "state": p["state"]}
+            for p in r["loaded"] if p["failures"] or p["state"] == "failed"}
+
+
+def compaction_pauses(d):
+    """The pauses mlosd logged ("registry compacted: N jobs in U us")."""
+    pauses = []
+    for line in d.log.read_text(errors="replace").splitlines():
+        if "registry compacted:" in line:
+            words = line.split("registry compacted:")[1].split()
+            pauses.append({"jobs": int(words[0]), "ms": int(words[3]) / 1000})
+    return pauses
+
+
+def leftover_cgroups(d):
+    roots = [CGROUP_ROOT] if d.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_CONTROLLERS]
+    return [str(r / d.base) for r in roots if d.base and (r / d.base).exists()]
+
+
 def soak(d, uids, seconds, held_by_others, root):
     root_job, root_claim, root_cpus = root
     stop = threading.Event()
@@ -242,9 +273,11 @@ def soak(d, uids, seconds, held_by_others, root):
         s.close()
     for o in small:
         o.kill()
+    failed_policies = policy_failures(probe)
     probe.close()
     return {
         "seconds": seconds,
+        "policy_failures": failed_policies,
         "owner_deaths": deaths,
         "owner_births": births,
         "hello_samples": len(hello_lat),
@@ -264,6 +297,8 @@ def main():
     ap.add_argument("--owners", type=int, default=4)
     ap.add_argument("--soak-seconds", type=int, default=60)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "latest"))
+    ap.add_argument("--cgroups", choices=["none", "real"], default="none",
+                    help="none: the daemon alone; real: a cgroup per job in this machine's hierarchy")
     ap.add_argument("--quick", action="store_true", help="200 jobs, 3 s of soak: checks that it runs")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -273,7 +308,7 @@ def main():
     uids = ensure_users(a.owners)
     work = Path(tempfile.mkdtemp(prefix="mlos-scale-"))
     os.chmod(work, 0o755)
-    d = Daemon(work, cgroups="none")
+    d = Daemon(work, cgroups=a.cgroups, confine="off")
     d.start()
     owners, root = [], None
     try:
@@ -299,7 +334,11 @@ def main():
         except subprocess.TimeoutExpired:
             d.proc.kill()
         stop_s = time.perf_counter() - t
+        d.remove_cgroups()
     result["stop_seconds"] = stop_s
+    result["cgroups"] = d.cgroups
+    result["compactions"] = compaction_pauses(d)
+    result["cgroups_left_behind"] = leftover_cgroups(d) if d.cgroups != "none" else []
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "daemon_scale.json").write_text(json.dumps(result, indent=2))
@@ -317,7 +356,14 @@ def main():
               f"{soaked['hello_over_100ms']} of {soaked['hello_samples']} over 100 ms; lost/extra jobs: "
               f"{soaked['lost_or_extra_jobs'] or 'none'}; root job CPU changes: "
               f"{len(soaked['root_job_cpu_changes'])}, exit {soaked['root_job_exit']}")
-    bad = soaked and (soaked["lost_or_extra_jobs"] or soaked["root_job_cpu_changes"] or soaked["root_job_exit"] != 0)
+        print(f"Policies failed: {soaked['policy_failures'] or 'none'}")
+    pauses = [c["ms"] for c in result["compactions"]]
+    print(f"Registry compactions: {len(pauses)}" + (f", pause median {statistics.median(pauses):.1f} ms, max "
+                                                    f"{max(pauses):.1f} ms (at {max(result['compactions'], key=lambda c: c['ms'])['jobs']} jobs)"
+                                                    if pauses else ""))
+    print(f"cgroups ({result['cgroups']}) left behind: {result['cgroups_left_behind'] or 'none'}")
+    bad = (soaked and (soaked["lost_or_extra_jobs"] or soaked["root_job_cpu_changes"] or soaked["root_job_exit"] != 0
+                       or soaked["policy_failures"])) or result["cgroups_left_behind"]
     return 1 if bad else 0
 
 

@@ -189,10 +189,18 @@ Status JobManager::persist_removal(const std::vector<uint64_t>& ids) {
 
 void JobManager::compact_if_due() {
   if (!registry_behind_ && !d_.state->compaction_due()) return;
+  // Runs in the event loop: how long it held every client is logged (the
+  // soak, bench/daemon_scale.py, reads it back).
+  const uint64_t began = d_.now_ns();
   if (Status s = write_snapshot(); !s) {
     log_message(MLOS_LOG_WARN, "registry compaction failed (the journal keeps every change): " +
                                    s.error().describe());
+    return;
   }
+  const uint64_t took_us = (d_.now_ns() - began) / 1000;
+  log_event(MLOS_LOG_INFO,
+            "registry compacted: " + std::to_string(jobs_.size()) + " jobs in " + std::to_string(took_us) + " us",
+            {{"MLOS_EVENT", "compacted"}, {"JOBS", std::to_string(jobs_.size())}, {"PAUSE_US", std::to_string(took_us)}});
 }
 
 Status JobManager::write_snapshot() {
@@ -823,9 +831,13 @@ void JobManager::forget(uint64_t id, const std::string& why) {
   watched_.erase(id);
   jobs_.erase(it);
   if (gone.parent != 0) {
-    if (auto p = jobs_.find(gone.parent); p != jobs_.end()) follow_phase(p->second);  // steered by one job less
+    if (auto p = jobs_.find(gone.parent); p != jobs_.end() && !pruning_.count(gone.parent)) {
+      follow_phase(p->second);  // steered by one job less
+    }
   } else if (gone.host != 0) {
-    if (auto h = jobs_.find(gone.host); h != jobs_.end()) apply_cgroup(h->second, false);  // narrowed again
+    if (auto h = jobs_.find(gone.host); h != jobs_.end() && !pruning_.count(gone.host)) {
+      apply_cgroup(h->second, false);  // narrowed again
+    }
   } else if (d_.cgroups && gone.parent == 0 && !gone.stays_in_origin) {
     // Processes left behind (the released owner, orphaned workers) go back
     // to the cgroup the owner came from before the job's cgroup goes.
@@ -894,6 +906,18 @@ void JobManager::stand_alone(Live& child, uint64_t gone) {
   }
   r.confines = confines(r);
   book(r, +1);
+}
+
+void JobManager::forget_together(std::vector<uint64_t> ids, const std::string& why) {
+  // Dependents first: a guest's host and a nested job's envelope were
+  // granted before it (a lower id), so the highest ids go first and nobody
+  // is re-homed onto a job about to go. Before this, an owner of 250 jobs
+  // (one process: one host, 249 guests) took 4.3 s to forget with cgroups,
+  // its host's cgroup recreated for each guest in turn.
+  std::sort(ids.rbegin(), ids.rend());
+  pruning_.insert(ids.begin(), ids.end());
+  for (uint64_t id : ids) forget(id, why);
+  pruning_.clear();
 }
 
 void JobManager::rehome_dependents(const JobRecord& gone) {
@@ -1089,7 +1113,7 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
       }
     }
   }
-  for (uint64_t id : pruned) forget(id, "owner gone");
+  forget_together(pruned, "owner gone");
   if (!pruned.empty()) {
     (void)persist_removal(pruned);  // one entry for all of them
   } else if (registry_behind_) {
@@ -1103,10 +1127,9 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
 std::vector<uint64_t> JobManager::owner_exited(const std::vector<uint64_t>& jobs) {
   std::vector<uint64_t> pruned;
   for (uint64_t job : jobs) {
-    if (!jobs_.count(job)) continue;
-    forget(job, "owner gone");
-    pruned.push_back(job);
+    if (jobs_.count(job)) pruned.push_back(job);
   }
+  forget_together(pruned, "owner gone");
   if (!pruned.empty()) (void)persist_removal(pruned);  // one entry for all of them
   confine();
   return pruned;

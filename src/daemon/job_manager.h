@@ -328,6 +328,9 @@ class JobManager {
   // When a job that others depend on goes: its nested jobs become jobs of
   // the node (and get cgroups of their own), its guests a new host.
   void rehome_dependents(const JobRecord& gone);
+  // forget()s `ids` (all ending for `why`), dependents before the jobs they
+  // depend on, none re-homed onto or rewriting a job that goes too.
+  void forget_together(std::vector<uint64_t> ids, const std::string& why);
   // The end of request() once the policies it asked for gave their
   // verdicts: the reply, or (a refusal) the job taken back.
   Result<nlohmann::json> finish_grant(uint64_t id, const Placement& placement, const std::optional<Error>& refused);
@@ -415,6 +418,7 @@ class JobManager {
   uint64_t confine_calls_ = 0;                        // every 10th sweeps the root cgroup
   std::map<pid_t, int> owner_pids_;                   // owner pid -> its jobs
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
+  std::set<uint64_t> pruning_;  // jobs forget_together() is forgetting now
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;
   bool registry_behind_ = false;  // a removal could not be written: snapshot at the next chance
