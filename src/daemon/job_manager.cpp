@@ -1088,6 +1088,7 @@ void JobManager::follow_memory(Live& j, const std::optional<MemoryFigures>& node
 }
 
 std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
+  turn_ = {};
   (void)follow_ledger();  // one stat(2) unless the ledger changed
   std::vector<uint64_t> pruned;
   // Owners with a pidfd are read from /proc only by the sweep: at most
@@ -1206,8 +1207,14 @@ JobSample JobManager::sample(const Live& j) const {
     // the same.
     if (auto raw = PhasePageReader(j.page->data()).read()) s.activity = raw->activity;
   }
-  if (d_.cgroups) {
-    if (auto u = d_.cgroups->usage(j.record.cgroup())) {
+  // Only a job with a cgroup of its own has a usage to read (a guest or a
+  // nested job shares its host's or envelope's); read once a turn.
+  if (d_.cgroups && j.record.parent == 0 && j.record.host == 0 && j.weight != 0) {
+    auto [usage, fresh] = turn_.usage.try_emplace(j.record.cgroup());
+    if (fresh) {
+      if (auto read = d_.cgroups->usage(j.record.cgroup())) usage->second = *read;
+    }
+    if (const auto& u = usage->second) {
       if (u->cpu_usage_ns) s.cpu_seconds = static_cast<double>(*u->cpu_usage_ns) / 1e9;
       if (u->memory_stall_us) s.memory_stall_seconds = static_cast<double>(*u->memory_stall_us) / 1e6;
       s.memory_bytes = u->memory_bytes;

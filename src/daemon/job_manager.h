@@ -419,6 +419,18 @@ class JobManager {
   std::map<pid_t, int> owner_pids_;                   // owner pid -> its jobs
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   std::set<uint64_t> pruning_;  // jobs forget_together() is forgetting now
+  // Readings one loop turn shares among the jobs that need them: the jobs
+  // of one owner process have its CPU time, jobs on the same CPUs the same
+  // busy time, and a cgroup's usage is read once. Without it a tick of two
+  // policies over 2,000 jobs read /proc/<pid>/stat, /proc/stat and cgroup
+  // files 4,000 times each, 64 % of the loop in the soak. Emptied at each
+  // tick and policy wake-up: no figure is older than a turn.
+  struct TurnReadings {
+    std::map<pid_t, std::optional<double>> owner_cpu_seconds;
+    std::map<std::string, std::optional<double>> busy_seconds;  // by CPU list
+    std::map<std::string, std::optional<os::CgroupUsage>> usage;  // by cgroup
+  };
+  mutable TurnReadings turn_;
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
   std::map<uint32_t, UserHoldings> holdings_;
   bool registry_behind_ = false;  // a removal could not be written: snapshot at the next chance

@@ -42,10 +42,18 @@ std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id)
   f.recommended_threads = grant_threads(j);
   if (s.cpu_seconds) f.cpu_seconds = *s.cpu_seconds;
   if (d_.process_cpu_seconds) {
-    if (auto own = d_.process_cpu_seconds(j.record.owner.pid)) f.owner_cpu_seconds = *own;
+    auto [own, fresh] = turn_.owner_cpu_seconds.try_emplace(j.record.owner.pid);
+    if (fresh) {
+      if (auto read = d_.process_cpu_seconds(j.record.owner.pid)) own->second = *read;
+    }
+    if (own->second) f.owner_cpu_seconds = *own->second;
   }
   if (d_.cpu_busy_seconds) {
-    if (auto busy = d_.cpu_busy_seconds(j.record.cpus)) f.cpus_busy_seconds = *busy;
+    auto [busy, fresh] = turn_.busy_seconds.try_emplace(j.record.cpus.to_list());
+    if (fresh) {
+      if (auto read = d_.cpu_busy_seconds(j.record.cpus)) busy->second = *read;
+    }
+    if (busy->second) f.cpus_busy_seconds = *busy->second;
   }
   if (s.memory_bytes) {
     f.memory_bytes = *s.memory_bytes;
@@ -283,7 +291,10 @@ Status JobManager::unload_policy(const os::PeerCredentials& peer, const std::str
 
 std::vector<int> JobManager::policy_fds() const { return policies_ ? policies_->fds() : std::vector<int>{}; }
 
-void JobManager::policy_woke() { poll_policies(); }
+void JobManager::policy_woke() {
+  turn_ = {};
+  poll_policies();
+}
 
 void JobManager::poll_policies() {
   if (!policies_) return;

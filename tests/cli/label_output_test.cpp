@@ -9,11 +9,13 @@
 #include <string>
 
 #include "daemon_view.h"
+#include "fakes/raw_controls.h"
 #include "top_view.h"
 
 namespace mlos::cli {
 namespace {
 
+using mlos_test::raw_controls;
 using nlohmann::json;
 
 // The three attacks of the finding, one label each.
@@ -25,17 +27,6 @@ json reply_with_label(const std::string& label) {
   json job{{"job", 7}, {"label", label}, {"pid", 4242}, {"uid", 1000}, {"cpus", "0-1"}, {"phase", "FORWARD"}};
   return json{{"daemon", {{"version", "0.1.0"}, {"pid", 1}}}, {"cpus", "0-3"}, {"exclusive_cpus", ""},
               {"shared_pool", "0-3"}, {"jobs", json::array({job})}};
-}
-
-// Bytes below 0x20 other than the line ends, DEL, and C1 controls as UTF-8.
-std::string raw_controls(const std::string& text) {
-  std::string found;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const bool c1 = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    if ((c < 0x20 && c != '\n') || c == 0x7F || c1) found += "byte " + std::to_string(c) + " at " + std::to_string(i) + "; ";
-  }
-  return found;
 }
 
 size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }

@@ -68,6 +68,8 @@ class JobManagerPolicyTest : public ::testing::Test {
     d.now_ns = [] { return uint64_t{1000}; };
     d.now_unix = [] { return int64_t{1700000000}; };
     d.quotas.exclusive_cpus_per_uid = 64;
+    d.process_cpu_seconds = [this](pid_t) -> Result<double> { return static_cast<double>(++owner_cpu_reads_); };
+    d.cpu_busy_seconds = [this](const CpuSet&) -> Result<double> { return static_cast<double>(++busy_reads_); };
     // A manager of hosts that can start none (no directory, no binary):
     // only its callbacks are wanted here.
     d.policy_hosts = [this](policy::PolicyHosts::Callbacks cb) {
@@ -107,6 +109,7 @@ class JobManagerPolicyTest : public ::testing::Test {
   policy::PolicyHosts::Callbacks callbacks_;
   std::unique_ptr<JobManager> manager_;
   int next_pid_ = 0;
+  int owner_cpu_reads_ = 0, busy_reads_ = 0;  // readings the figures took
 };
 
 TEST_F(JobManagerPolicyTest, ThreadAdviceStaysWithinTheJobsCpus) {
@@ -262,6 +265,29 @@ TEST_F(JobManagerPolicyTest, FiguresDescribeTheJob) {
   EXPECT_EQ(f->memory_limit_bytes, 1'000'000'000u);
   EXPECT_EQ(f->phase, MLOS_TRAINING_PHASE_IDLE);
   EXPECT_FALSE(callbacks_.figures(job + 1).has_value());
+}
+
+// The soak (bench/daemon_scale.py, issue 47) found a tick of two policies
+// over 2,000 jobs spending 64 % of the event loop re-reading the same
+// files: readings are now shared within a loop turn.
+TEST_F(JobManagerPolicyTest, FiguresOfOneTurnShareTheirOwnersAndCpusReadings) {
+  const os::PeerCredentials owner{300, 1000, 1000};
+  std::vector<uint64_t> jobs;
+  for (int i = 0; i < 3; ++i) {
+    auto r = manager_->request(owner, json{{"num_cpus", 4}}, {});  // one process, the same CPUs
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    jobs.push_back((*r)["job"]);
+  }
+  manager_->tick();  // a new turn
+  owner_cpu_reads_ = busy_reads_ = 0;
+  for (int policy = 0; policy < 2; ++policy) {
+    for (uint64_t job : jobs) ASSERT_TRUE(callbacks_.figures(job).has_value());
+  }
+  EXPECT_EQ(owner_cpu_reads_, 1) << "one owner, read once for 6 figures";
+  EXPECT_EQ(busy_reads_, 1) << "one set of CPUs, read once";
+  EXPECT_EQ(callbacks_.figures(jobs[0])->owner_cpu_seconds, 1.0);
+  manager_->tick();  // the next turn reads afresh
+  EXPECT_EQ(callbacks_.figures(jobs[0])->owner_cpu_seconds, 2.0);
 }
 
 }  // namespace

@@ -12,25 +12,17 @@
 #include <string>
 
 #include "daemon/job_metrics.h"
+#include "fakes/raw_controls.h"
 #include "os/journal_log.h"
 
 namespace mlos {
 namespace {
 
+using mlos_test::raw_controls;
+
 const std::string kForgedLine = "train\nmlosd: error: forged";
 const std::string kTitle = "\x1b]0;title\x07";
 const std::string kClipboard = "\x1b]52;c;cm0gLXJmIH4=\x07";
-
-// Bytes below 0x20 other than '\n', DEL, and C1 controls encoded as UTF-8.
-std::string raw_controls(const std::string& text) {
-  std::string found;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const bool c1 = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    if ((c < 0x20 && c != '\n') || c == 0x7F || c1) found += "byte " + std::to_string(c) + " at " + std::to_string(i) + "; ";
-  }
-  return found;
-}
 
 // What `write` puts on file descriptor 2, read back from a temporary file.
 template <typename Write>
