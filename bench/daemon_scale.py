@@ -22,7 +22,7 @@ the time until mlosd has forgotten its jobs is measured.
 
 Soak (`--soak-seconds`): with the jobs held, a root job holds an exclusive
 CPU through the published API while small owners die at random and are
-replaced, idle clients sit on connections, slow clients trickle requests
+replaced (arrivals keep the node near `--jobs` jobs), idle clients sit on connections, slow clients trickle requests
 byte by byte and never read, and a prober sends `hello` every 50 ms. At the
 end: nothing lost (every live owner's jobs are there, no dead owner's),
 the root job kept its CPU throughout, and the hello latency over the whole
@@ -208,7 +208,7 @@ def leftover_cgroups(d):
     return [str(r / d.base) for r in roots if d.base and (r / d.base).exists()]
 
 
-def soak(d, uids, seconds, held_by_others, root):
+def soak(d, uids, seconds, held_by_others, root, population):
     root_job, root_claim, root_cpus = root
     stop = threading.Event()
     hello_lat, errors = [], []
@@ -239,15 +239,17 @@ def soak(d, uids, seconds, held_by_others, root):
     end = time.monotonic() + seconds
     probe = d.client()
     while time.monotonic() < end:
-        # Owners die at random and new ones arrive.
+        # Owners die at random and new ones arrive, holding the node near
+        # `population` jobs: an arrival only while below it.
         if small and random.random() < 0.5:
             victim = small.pop(random.randrange(len(small)))
             victim.kill()
             deaths += 1
-        o = Owner(d.socket, random.choice(uids))
-        o.add(random.randint(10, 100))
-        small.append(o)
-        births += 1
+        if held_by_others + sum(o.jobs for o in small) < population:
+            o = Owner(d.socket, random.choice(uids))
+            o.add(random.randint(10, 100))
+            small.append(o)
+            births += 1
         for entry in slow:
             s, data, at = entry
             if at < len(data):
@@ -277,6 +279,7 @@ def soak(d, uids, seconds, held_by_others, root):
     probe.close()
     return {
         "seconds": seconds,
+        "jobs_at_end": got,
         "policy_failures": failed_policies,
         "owner_deaths": deaths,
         "owner_births": births,
@@ -319,7 +322,7 @@ def main():
         victim = owners.pop(0)
         prune_s = prune_time(d, victim, held - victim.jobs + 1)
         held -= victim.jobs
-        soaked = soak(d, uids, a.soak_seconds, held, root) if a.soak_seconds > 0 else None
+        soaked = soak(d, uids, a.soak_seconds, held, root, a.jobs) if a.soak_seconds > 0 else None
         result = {"jobs": a.jobs, "owners": a.owners, "scale": rows,
                   "prune": {"jobs": victim.jobs, "seconds": prune_s}, "soak": soaked,
                   "final": daemon_facts(d)}
@@ -351,7 +354,8 @@ def main():
     print(f"\nOwner of {result['prune']['jobs']} jobs killed: forgotten in {prune_s * 1e3:.1f} ms; "
           f"SIGTERM to exit: {stop_s:.2f} s")
     if soaked:
-        print(f"\nSoak {soaked['seconds']} s: {soaked['owner_deaths']} owners died, {soaked['owner_births']} arrived; "
+        print(f"\nSoak {soaked['seconds']} s ({soaked['jobs_at_end']} jobs at the end): {soaked['owner_deaths']} owners "
+              f"died, {soaked['owner_births']} arrived; "
               f"hello max {soaked['hello_max_ms']:.1f} ms, p99 {soaked['hello_p99_ms']:.1f} ms, "
               f"{soaked['hello_over_100ms']} of {soaked['hello_samples']} over 100 ms; lost/extra jobs: "
               f"{soaked['lost_or_extra_jobs'] or 'none'}; root job CPU changes: "
