@@ -328,7 +328,8 @@ int give_back(const d::DaemonConfig& config, const std::shared_ptr<os::CgroupDri
                            "/confinement.json emptied)"
                      : std::string("nothing to give back: nothing is confined"))
             << "\n";
-  for (const auto& e : (*made)->status()["errors"]) std::cout << "  " << e.get<std::string>() << "\n";
+  const nlohmann::json status = (*made)->status();  // kept: the loop reads into it
+  for (const auto& e : status["errors"]) std::cout << "  " << e.get<std::string>() << "\n";
   return 0;
 }
 
