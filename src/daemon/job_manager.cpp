@@ -568,9 +568,10 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   Live* host = envelope != nullptr && !nested ? envelope : nullptr;
   // A nested job's CPUs, memory and GPUs are its envelope's, paid for
   // once: it counts only as a job here, and must fit inside the envelope.
-  JobAsk ask = quota_ask(req->exclusive ? req->num_cpus : 0, req->memory_bytes,
-                         req->gpus.exclusive ? std::max<int>(req->gpus.count, static_cast<int>(req->gpus.uuids.size())) : 0);
-  if (nested) ask.exclusive_cpus = ask.exclusive_gpus = 0, ask.memory_bytes = 0;
+  const int gpus_asked = std::max<int>(req->gpus.count, static_cast<int>(req->gpus.uuids.size()));
+  const JobAsk ask = nested ? quota_ask(0, 0, 0)
+                            : quota_ask(req->exclusive ? req->num_cpus : 0, req->memory_bytes,
+                                        req->gpus.exclusive ? gpus_asked : 0);
   if (Status s = check_job_quota(d_.quotas, peer.uid, holdings_of(peer.uid), ask); !s) return s.error();
   if (nested) {
     if (Status s = fits_envelope_memory(*envelope, req->memory_bytes); !s) return s.error();

@@ -63,6 +63,17 @@ def confinement(daemon):
     return daemon.status()["confinement"]
 
 
+def hog_kept_off_an_exclusive_job(tmp_path):
+    """A confining mlosd, an unmanaged hog and a root exclusive job: returns
+    them and the pool, once the hog runs there."""
+    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
+    other = hog()
+    job = mlos_run_exclusive(d)
+    pool = node_cpus() - cpus_of(job.pid)
+    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    return d, other, job, pool
+
+
 def test_unmanaged_processes_leave_exclusive_cpus_and_come_back(tmp_path):
     d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
     before = hog()
@@ -120,11 +131,7 @@ def test_another_users_process_pinned_to_the_exclusive_cpu_first_does_not_keep_i
 def test_a_stopped_mlosd_gives_the_node_back_and_the_next_one_confines_again(tmp_path):
     # Issue 47, finding 8: a mlosd stopped while an exclusive job ran left
     # every process of the machine on the pool until another mlosd started.
-    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
-    other = hog()
-    job = mlos_run_exclusive(d)
-    pool = node_cpus() - cpus_of(job.pid)
-    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    d, other, job, pool = hog_kept_off_an_exclusive_job(tmp_path)
     d.stop()
     assert cpus_of(other.pid) == node_cpus(), "given back at the stop, before mlosd exited"
     assert not (CPUSET / d.base / "shared").exists()
@@ -134,11 +141,7 @@ def test_a_stopped_mlosd_gives_the_node_back_and_the_next_one_confines_again(tmp
 
 
 def test_give_back_node_undoes_what_a_killed_mlosd_left_and_is_refused_while_one_runs(tmp_path):
-    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
-    other = hog()
-    job = mlos_run_exclusive(d)
-    pool = node_cpus() - cpus_of(job.pid)
-    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    d, other, job, pool = hog_kept_off_an_exclusive_job(tmp_path)
     give_back = [str(build_dir() / "bin" / "mlos"), "daemon", *d.argv()[1:], "--give-back-node"]
     running = subprocess.run(give_back, capture_output=True, text=True, timeout=60)
     assert running.returncode == 1 and "answers on" in running.stderr, running
@@ -168,11 +171,7 @@ def test_nothing_is_confined_while_every_cpu_is_exclusive(tmp_path):
 
 
 def test_a_restarted_mlosd_restores_confinement_whose_job_ended_while_it_was_down(tmp_path):
-    d = started(Daemon(tmp_path, cgroups="v1", confine="node")).start()
-    other = hog()
-    job = mlos_run_exclusive(d)
-    pool = node_cpus() - cpus_of(job.pid)
-    assert wait_for(lambda: cpus_of(other.pid) == pool, timeout=10)
+    d, other, job, pool = hog_kept_off_an_exclusive_job(tmp_path)
     d.kill9()
     assert cpus_of(other.pid) == pool  # the kernel keeps it: nobody undid it
     job.kill()
