@@ -130,23 +130,38 @@ TEST(MemoryPressureApi, AJobEatingItsOwnBudgetHearsModerateThenCriticalThenNorma
   EXPECT_GT(info.detected_ns, 0u);
 }
 
+// What the callback that releases its own handle saw; the test body checks
+// it, since a failure reported from the watcher thread after the test has
+// ended would crash gtest.
+struct SelfRelease {
+  mlos_training_resources_t* res = nullptr;
+  std::atomic<int> calls{0};
+  std::atomic<int> rc{-1};
+  std::string message;  // written before `done`
+  std::atomic<bool> done{false};
+};
+
 void release_from_callback(mlos_memory_pressure_level_t, const mlos_memory_pressure_info_t*, void* user) {
-  auto** res = static_cast<mlos_training_resources_t**>(user);
-  EXPECT_EQ(mlos_training_release_resources(*res), MLOS_OK);
+  auto* s = static_cast<SelfRelease*>(user);
+  if (++s->calls > 1) return;
+  const int rc = mlos_training_release_resources(s->res);
+  if (rc != MLOS_OK) s->message = mlos_last_error_message();
+  s->rc = rc;
+  s->done = true;
 }
 
 TEST(MemoryPressureApi, ACallbackMayReleaseItsOwnHandle) {
   // A budget already overspent: the callback fires at registration.
-  auto* res = request(4096);
-  static mlos_training_resources_t* handle;
-  handle = res;
-  ASSERT_EQ(mlos_training_register_memory_callback(res, release_from_callback, &handle), MLOS_OK);
+  static SelfRelease seen;  // outlives the test: the watcher thread may finish after it
+  seen.res = request(4096);
+  ASSERT_EQ(mlos_training_register_memory_callback(seen.res, release_from_callback, &seen), MLOS_OK);
+  for (int i = 0; i < 1000 && !seen.done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(seen.done.load()) << "the callback never released its handle";
+  EXPECT_EQ(seen.rc.load(), MLOS_OK) << seen.message;
+  EXPECT_EQ(seen.calls.load(), 1);
   mlos_training_placement_t pl = {};
   pl.struct_size = sizeof pl;
-  for (int i = 0; i < 500 && mlos_training_get_placement(res, &pl) == MLOS_OK; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(mlos_training_get_placement(res, &pl), MLOS_ERR_INVALID_HANDLE);
+  EXPECT_EQ(mlos_training_get_placement(seen.res, &pl), MLOS_ERR_INVALID_HANDLE);
 }
 
 TEST(MemoryPressureApi, BadEnvironmentThresholdsAreRefusedByName) {
