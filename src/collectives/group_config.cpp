@@ -3,8 +3,11 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+
+#include "collectives/tcp_store.h"
 
 namespace mlos::collectives {
 
@@ -112,10 +115,36 @@ Status parse_store(const char* value, const std::function<const char*(const char
 // a boolean (C++: 1/true/TRUE); any of them counts here, as in
 // mlos_training.distributed. Any rank may start before the server
 // listens: the others retry until the timeout.
-bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(const char*)>& getenv) {
+bool agent_serves_store(const std::function<const char*(const char*)>& getenv) {
   const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
-  const bool agent_serves = agent && (strcasecmp(agent, "true") == 0 || std::strcmp(agent, "1") == 0);
-  return c.rank == 0 && !agent_serves;
+  return agent && (strcasecmp(agent, "true") == 0 || std::strcmp(agent, "1") == 0);
+}
+
+bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(const char*)>& getenv) {
+  return c.rank == 0 && !agent_serves_store(getenv);
+}
+
+// MLOS_STORE_SECRET: only where it protects something, our own server.
+Status parse_secret(const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
+  const char* s = getenv("MLOS_STORE_SECRET");
+  if (!s || !*s) return Status::Ok();
+  const std::string secret = s;
+  const bool printable = std::all_of(secret.begin(), secret.end(), [](char ch) { return ch > ' ' && ch < 127; });
+  if (secret.size() < tcpstore::kMinSecretBytes || secret.size() > tcpstore::kMaxSecretBytes || !printable) {
+    return bad("MLOS_STORE_SECRET must be " + std::to_string(tcpstore::kMinSecretBytes) + " to " +
+               std::to_string(tcpstore::kMaxSecretBytes) + " printable characters without spaces (it has " +
+               std::to_string(secret.size()) + ")");
+  }
+  if (c->store != GroupConfig::StoreKind::kTcp) {
+    return bad("MLOS_STORE_SECRET is set, but the rendezvous store is not a TCPStore (a secret protects only the "
+               "TCPStore that rank 0 serves; unset it)");
+  }
+  if (agent_serves_store(getenv)) {
+    return bad("MLOS_STORE_SECRET is set, but torchrun's agent serves this store (torch's own, which takes no "
+               "secret; unset it under torchrun)");
+  }
+  c->tcp_secret = secret;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -159,6 +188,7 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
     return st.error();
   }
   if (c.store == GroupConfig::StoreKind::kTcp) c.tcp_may_serve = may_serve_tcp_store(c, getenv);
+  if (Status st = parse_secret(getenv, &c); !st) return st.error();
 
   if (overrides.timeout.count() > 0) {
     c.timeout = overrides.timeout;

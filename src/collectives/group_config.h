@@ -32,6 +32,9 @@ struct GroupConfig {
   // kTcp: this rank starts the store's server when none answers there
   // (rank 0, unless a torchrun agent serves it).
   bool tcp_may_serve = false;
+  // kTcp: the group secret (MLOS_STORE_SECRET), sent by every rank and
+  // required by the server rank 0 starts; empty: none.
+  std::string tcp_secret;
   // Keys of this group live under this prefix in the store; ranks that
   // recreate a group after an error move to a new generation.
   std::string prefix = "mlos";
@@ -65,7 +68,10 @@ Status validate(const GroupOverrides& o);
 // agent serves it then, and says so this way); under torchrun the default
 // prefix gains the restart count (TORCHELASTIC_RESTART_COUNT > 0:
 // "mlos.restartN"), since the agent's store outlives the workers it
-// restarts and still holds the last attempt's keys. Also
+// restarts and still holds the last attempt's keys. MLOS_STORE_SECRET
+// (16 to 256 printable characters, no spaces) is the group secret of a
+// TCPStore; with an agent's store (torch's, which takes none) or another
+// kind of store it is refused. Also
 // MLOS_COLLECTIVE_TIMEOUT_MS (default 30000), MLOS_GROUP (key prefix,
 // default "mlos"), MLOS_COLLECTIVE_HOST/IFACE. INVALID_ARGUMENT naming the
 // argument or variable for anything missing, malformed or inconsistent

@@ -269,7 +269,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::connect_here(const GroupConf
       base = std::make_shared<gloo::rendezvous::FileStore>(config.store_path);
     } else if (config.store == GroupConfig::StoreKind::kTcp) {
       auto tcp = open_tcp_store(config.tcp_host, static_cast<uint16_t>(config.tcp_port), config.tcp_may_serve,
-                                config.timeout);
+                                config.timeout, config.tcp_secret);
       if (!tcp) {
         return make_error(tcp.error().code, "rendezvous of rank " + std::to_string(config.rank) + " of " +
                                                 std::to_string(config.world_size) + " through " +

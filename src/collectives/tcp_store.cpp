@@ -195,16 +195,40 @@ os::UniqueFd connect_once(const std::string& host, uint16_t port, const Deadline
   return {};
 }
 
+// A server that takes no secret, asked with one: not worth retrying.
+struct SecretRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // VALIDATE (torch's server drops a connection whose first request is
-// anything else), then PING: the echoed nonce proves a TCPStore answers.
-void handshake(int fd, const Deadline& d) {
+// anything else), then the secret when there is one, then PING: the echoed
+// nonce proves a TCPStore answers.
+void handshake(int fd, const std::string& secret, const Deadline& d) {
   static std::atomic<uint32_t> counter{0};
   const uint32_t nonce = static_cast<uint32_t>(::getpid()) * 2654435761u + counter.fetch_add(1);
   Request validate(tcpstore::Query::kValidate);
   validate.raw<uint32_t>(tcpstore::kValidationMagic);
+  Request auth(tcpstore::Query::kMlosAuth);
+  auth.value(std::vector<char>(secret.begin(), secret.end()));
   Request ping(tcpstore::Query::kPing);
   ping.raw<uint32_t>(nonce);
-  send_all(fd, validate.bytes() + ping.bytes(), d);
+  send_all(fd, validate.bytes() + (secret.empty() ? std::string() : auth.bytes()) + ping.bytes(), d);
+  if (!secret.empty()) {
+    uint8_t answer = 0;
+    try {
+      answer = recv_value<uint8_t>(fd, d);
+    } catch (const WireError& e) {
+      // Retried (a server at its connection budget closes at once too);
+      // the last reason is in the timeout's message.
+      if (std::string(e.what()).find("closed") == std::string::npos) throw;
+      throw WireError("it closed the connection on MLOS_STORE_SECRET: another secret, or a server that takes none "
+                      "(torch's own, as torchrun's agent runs)");
+    }
+    if (answer == tcpstore::kAuthNotAsked) {
+      throw SecretRefused("it takes no secret (a server started without MLOS_STORE_SECRET), and this rank has one");
+    }
+    if (answer != tcpstore::kAuthAccepted) throw NotATcpStore("its reply to MLOS_AUTH was not one");
+  }
   const auto echoed = recv_value<uint32_t>(fd, d);
   if (echoed != nonce) throw NotATcpStore("its reply to PING was not the nonce sent");
 }
@@ -212,22 +236,26 @@ void handshake(int fd, const Deadline& d) {
 // A connected, validated socket. With `retry`, a failed attempt (refused,
 // reset, closed during the handshake) is repeated with growing, jittered
 // pauses until the deadline; without, a failed connect returns none.
-os::UniqueFd open_connection(const std::string& host, uint16_t port, const std::string& address, milliseconds timeout,
-                    bool retry) {
+os::UniqueFd open_connection(const std::string& host, uint16_t port, const std::string& address,
+                             const std::string& secret, milliseconds timeout, bool retry) {
   const Deadline d = Deadline::after(timeout);
   std::minstd_rand jitter(std::random_device{}());
   milliseconds backoff = kFirstBackoff;
   std::string why;
+  bool closed_on_secret = false;  // by some attempt: said in the timeout's message
   for (int attempts = 1;; ++attempts) {
     os::UniqueFd fd = connect_once(host, port, d, &why);
     if (fd.valid()) {
       try {
-        handshake(fd.get(), d);
+        handshake(fd.get(), secret, d);
         return fd;
       } catch (const NotATcpStore& e) {
         throw std::runtime_error("something answers at " + address + ", but not as a TCPStore: " + e.what());
+      } catch (const SecretRefused& e) {
+        throw std::runtime_error("the TCPStore at " + address + " refused this rank: " + e.what());
       } catch (const WireError& e) {
         why = std::string("handshake: ") + e.what();
+        closed_on_secret = closed_on_secret || why.find("MLOS_STORE_SECRET") != std::string::npos;
         if (!retry) throw std::runtime_error("TCPStore at " + address + ": " + why);
       }
     } else if (!retry) {
@@ -236,7 +264,11 @@ os::UniqueFd open_connection(const std::string& host, uint16_t port, const std::
     if (d.passed()) {
       throw std::runtime_error("connecting to the TCPStore at " + address + " timed out after " +
                                std::to_string(timeout.count()) + " ms (" + std::to_string(attempts) +
-                               " attempts; last: " + why + ")");
+                               " attempts; last: " + why + ")" +
+                               (closed_on_secret && why.find("MLOS_STORE_SECRET") == std::string::npos
+                                    ? "; an earlier attempt was closed on MLOS_STORE_SECRET: another secret, or a "
+                                      "server that takes none"
+                                    : ""));
     }
     const milliseconds pause{std::uniform_int_distribution<long long>(backoff.count() / 2, backoff.count())(jitter)};
     std::this_thread::sleep_for(std::min<milliseconds>(pause, milliseconds(d.poll_ms())));
@@ -252,27 +284,37 @@ struct WaitTimedOut : std::runtime_error {
 
 }  // namespace
 
-TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout)
-    : host_(std::move(host)), port_(port), address_(format_address(host_, port)), timeout_(timeout) {
-  fd_ = open_connection(host_, port_, address_, timeout_, /*retry=*/true);
+TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout, std::string secret)
+    : host_(std::move(host)),
+      port_(port),
+      address_(format_address(host_, port)),
+      timeout_(timeout),
+      secret_(std::move(secret)) {
+  fd_ = open_connection(host_, port_, address_, secret_, timeout_, /*retry=*/true);
 }
 
-TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout, os::UniqueFd fd, Connected)
-    : host_(std::move(host)), port_(port), address_(format_address(host_, port)), timeout_(timeout),
+TcpStore::TcpStore(std::string host, uint16_t port, milliseconds timeout, std::string secret, os::UniqueFd fd,
+                   Connected)
+    : host_(std::move(host)),
+      port_(port),
+      address_(format_address(host_, port)),
+      timeout_(timeout),
+      secret_(std::move(secret)),
       fd_(std::move(fd)) {}
 
 TcpStore::~TcpStore() = default;
 
-std::unique_ptr<TcpStore> TcpStore::probe(const std::string& host, uint16_t port, milliseconds timeout) {
-  os::UniqueFd fd = open_connection(host, port, format_address(host, port), timeout, /*retry=*/false);
+std::unique_ptr<TcpStore> TcpStore::probe(const std::string& host, uint16_t port, milliseconds timeout,
+                                          const std::string& secret) {
+  os::UniqueFd fd = open_connection(host, port, format_address(host, port), secret, timeout, /*retry=*/false);
   if (!fd.valid()) return nullptr;
-  return std::unique_ptr<TcpStore>(new TcpStore(host, port, timeout, std::move(fd), Connected{}));
+  return std::unique_ptr<TcpStore>(new TcpStore(host, port, timeout, secret, std::move(fd), Connected{}));
 }
 
 void TcpStore::close_connection() { fd_.reset(); }
 
 void TcpStore::ensure_connected() {
-  if (!fd_.valid()) fd_ = open_connection(host_, port_, address_, timeout_, /*retry=*/true);
+  if (!fd_.valid()) fd_ = open_connection(host_, port_, address_, secret_, timeout_, /*retry=*/true);
 }
 
 template <class F>

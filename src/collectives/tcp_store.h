@@ -51,10 +51,16 @@ enum class Query : uint8_t {
   kQueueLen = 16,   // key                       -> i64
   kListKeys = 17,   //                           -> i64 count, that many keys
   kBarrier = 18,    // key, i64 world size       -> u8 kStopWaiting once that many arrived
+  // mlOS's own, outside torch's numbers (torch's server closes a connection
+  // that sends it): the group secret, right after VALIDATE, when the
+  // client has one (MLOS_STORE_SECRET). Our server with no secret answers
+  // kAuthNotAsked, which our client refuses rather than run unprotected.
+  kMlosAuth = 0xA5, // value (the secret)        -> u8 kAuthAccepted / kAuthNotAsked, or closed
 };
 
 constexpr uint8_t kReady = 0, kNotReady = 1;           // CHECK's reply
 constexpr uint8_t kStopWaiting = 0, kWaitCanceled = 1;  // WAIT's and CANCEL_WAIT's
+constexpr uint8_t kAuthAccepted = 0, kAuthNotAsked = 1;  // MLOS_AUTH's
 
 // torch's client puts this before every key a caller names, so keys set
 // here are the keys torch's `store.get(name)` reads, and the reverse.
@@ -64,17 +70,22 @@ constexpr char kKeyPrefix[] = "/";
 constexpr uint64_t kMaxKeyBytes = 8 * 1024;
 constexpr uint64_t kMaxValueBytes = 8 * 1024 * 1024;
 constexpr uint64_t kMaxKeysPerRequest = 128 * 1024;
+constexpr uint64_t kMaxRequestBytes = 64 * 1024 * 1024;
+// A group secret's length, in bytes.
+constexpr size_t kMinSecretBytes = 16, kMaxSecretBytes = 256;
 
 }  // namespace tcpstore
 
 class TcpStore final : public gloo::rendezvous::Store {
  public:
   // Connects to host:port, retrying with backoff until `timeout` has passed
-  // (ranks may start before the server listens), then validates and pings.
-  // `timeout` also bounds every later read and write and is the default
-  // wait. Errors are std::runtime_error (Gloo's store interface throws)
-  // naming host:port; a message says "timed out" when time ran out.
-  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout);
+  // (ranks may start before the server listens), then validates, sends
+  // `secret` when there is one (MLOS_AUTH: a server that does not take it
+  // fails the connection), and pings. `timeout` also bounds every later
+  // read and write and is the default wait. Errors are std::runtime_error
+  // (Gloo's store interface throws) naming host:port; a message says
+  // "timed out" when time ran out.
+  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout, std::string secret = {});
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
@@ -82,7 +93,8 @@ class TcpStore final : public gloo::rendezvous::Store {
   // One attempt, no retry: nullptr when nothing accepts a connection at
   // host:port; the connected store when a TCPStore answers. Throws when
   // something answers that is not a TCPStore, or does not answer in time.
-  static std::unique_ptr<TcpStore> probe(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+  static std::unique_ptr<TcpStore> probe(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                                         const std::string& secret = {});
 
   void set(const std::string& key, const std::vector<char>& data) override;
   // Waits up to the store's timeout for the key, then reads it.
@@ -103,7 +115,8 @@ class TcpStore final : public gloo::rendezvous::Store {
 
  private:
   struct Connected {};
-  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout, os::UniqueFd fd, Connected);
+  TcpStore(std::string host, uint16_t port, std::chrono::milliseconds timeout, std::string secret, os::UniqueFd fd,
+           Connected);
 
   // Runs `f(fd)`, one request and its reply, alone on the connection
   // (opening it again first if an earlier failure closed it). A failure
@@ -117,6 +130,7 @@ class TcpStore final : public gloo::rendezvous::Store {
   uint16_t port_;
   std::string address_;
   std::chrono::milliseconds timeout_;
+  std::string secret_;
   std::mutex mu_;  // one request at a time on the one connection
   os::UniqueFd fd_;  // none while closed (after a failure half-way)
 };

@@ -40,16 +40,22 @@ bool is_local_address(const std::string& host) {
 // destroyed: the process keeps it until it exits (the kernel then closes
 // its sockets). No destructor runs at exit, so none joins a thread while
 // the process ends, nor in a forked child, which has no such thread.
-Result<std::shared_ptr<TcpStoreServer>> serve_for_process(uint16_t port) {
+Result<std::shared_ptr<TcpStoreServer>> serve_for_process(const std::string& host, uint16_t port,
+                                                          const std::string& secret) {
   static auto* mu = new std::mutex;
   static auto* servers = new std::map<uint16_t, std::shared_ptr<TcpStoreServer>>;
   std::lock_guard lock(*mu);
   if (auto it = servers->find(port); it != servers->end()) return it->second;
-  auto started = TcpStoreServer::listen(port);
+  TcpStoreServerOptions options;
+  options.host = host;
+  options.port = port;
+  options.secret = secret;
+  auto started = TcpStoreServer::listen(options);
   if (!started) return started.error();
   std::shared_ptr<TcpStoreServer> server = std::move(*started);
   (*servers)[port] = server;
-  log_message(MLOS_LOG_INFO, "serving the TCPStore rendezvous on port " + std::to_string(port) +
+  log_message(MLOS_LOG_INFO, "serving the TCPStore rendezvous on " + server->where() + " port " +
+                                 std::to_string(port) + (secret.empty() ? "" : ", to clients with the group secret,") +
                                  " until this process exits (no server answered there)");
   return server;
 }
@@ -57,19 +63,20 @@ Result<std::shared_ptr<TcpStoreServer>> serve_for_process(uint16_t port) {
 }  // namespace
 
 Result<std::shared_ptr<gloo::rendezvous::Store>> open_tcp_store(const std::string& host, uint16_t port,
-                                                                 bool may_serve, std::chrono::milliseconds timeout) {
+                                                                 bool may_serve, std::chrono::milliseconds timeout,
+                                                                 const std::string& secret) {
   try {
     if (may_serve && is_local_address(host)) {
       // A server that already answers (an agent, a torch rank 0, an earlier
       // group of this process) is used as it is.
-      if (auto found = TcpStore::probe(host, port, std::min(timeout, kProbeTimeout))) {
+      if (auto found = TcpStore::probe(host, port, std::min(timeout, kProbeTimeout), secret)) {
         return std::shared_ptr<gloo::rendezvous::Store>(std::move(found));
       }
-      auto served = serve_for_process(port);
+      auto served = serve_for_process(host, port, secret);
       // EADDRINUSE: someone began listening since the probe; be its client.
       if (!served && served.error().sys_errno != EADDRINUSE) return served.error();
     }
-    return std::shared_ptr<gloo::rendezvous::Store>(std::make_shared<TcpStore>(host, port, timeout));
+    return std::shared_ptr<gloo::rendezvous::Store>(std::make_shared<TcpStore>(host, port, timeout, secret));
   } catch (const std::exception& e) {
     const std::string msg = e.what();
     return make_error(msg.find("timed out") != std::string::npos ? MLOS_ERR_TIMEOUT : MLOS_ERR_IO, msg);

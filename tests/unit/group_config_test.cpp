@@ -142,6 +142,42 @@ TEST(GroupConfig, UnderTorchrunsAgentStoreRankZeroDoesNotServeAndRestartsGetThei
   EXPECT_EQ(group_config_from(0, 2, env.get())->prefix, "job7");
 }
 
+TEST(GroupConfig, AStoreSecretGoesToEveryRankOfOurOwnTcpStoreAndNowhereElse) {
+  const std::string secret = "f3a9c1d2e4b5a6978812";
+  Env env{{{"MLOS_STORE", "tcp://127.0.0.1:29500"}, {"MLOS_STORE_SECRET", secret}}};
+  for (int rank : {0, 1}) {
+    auto c = group_config_from(rank, 2, env.get());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->tcp_secret, secret);
+  }
+  env.vars["MLOS_STORE_SECRET"] = "";  // empty is unset
+  EXPECT_EQ(group_config_from(0, 2, env.get())->tcp_secret, "");
+  // Too short, too long, with a space: refused by name, with what is wrong.
+  for (const std::string bad : {std::string("short"), std::string(300, 'x'), std::string("with a space inside it")}) {
+    env.vars["MLOS_STORE_SECRET"] = bad;
+    auto c = group_config_from(0, 2, env.get());
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().code, MLOS_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(c.error().message.find("MLOS_STORE_SECRET"), std::string::npos) << c.error().message;
+  }
+  // Where no server of ours would check it: another kind of store, or
+  // torchrun's agent (torch's server) serving this one.
+  env.vars["MLOS_STORE_SECRET"] = secret;
+  env.vars["MLOS_STORE"] = "file:/shared/run";
+  auto file = group_config_from(0, 2, env.get());
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().message.find("not a TCPStore"), std::string::npos) << file.error().message;
+  env.vars.erase("MLOS_STORE");
+  env.vars["MASTER_ADDR"] = "node0";
+  env.vars["MASTER_PORT"] = "29500";
+  env.vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  for (int rank : {0, 1}) {
+    auto agent = group_config_from(rank, 2, env.get());
+    ASSERT_FALSE(agent);
+    EXPECT_NE(agent.error().message.find("torchrun's agent"), std::string::npos) << agent.error().message;
+  }
+}
+
 TEST(GroupConfig, TcpStoreRefusalsNameTheVariable) {
   auto refused = [](std::map<std::string, std::string> vars) {
     Env env{std::move(vars)};
