@@ -16,14 +16,19 @@ Where the ranks meet, in this order:
      torch.distributed is initialised;
   4. MASTER_ADDR/MASTER_PORT (torchrun, Slurm scripts): a TCPStore there
      (torch's; the library's own client when torch is absent).
-Constructing the group on rank 0 can open a listening socket, on every
-address of the machine at the store's port, with no authentication:
-  - in 4, rank 0 creates torch's TCPStore(..., is_master=True) unless
-    torchrun's agent serves the store (TORCHELASTIC_USE_AGENT_STORE);
-  - with MLOS_STORE=tcp://, or in 4 without torch, the library starts its
-    own server, kept until the process exits, when the host is an address
-    of this machine, no store answers there yet and the agent does not
-    serve it.
+Constructing the group on rank 0 can open a listening socket at the
+store's port:
+  - in 4, rank 0 creates torch's TCPStore(..., is_master=True), on every
+    address of the machine and with no authentication, unless torchrun's
+    agent serves the store (TORCHELASTIC_USE_AGENT_STORE) or
+    MLOS_STORE_SECRET is set;
+  - with MLOS_STORE=tcp://, or in 4 without torch or with
+    MLOS_STORE_SECRET, the library starts its own server, kept until the
+    process exits, when the host is an address of this machine, no store
+    answers there yet and the agent does not serve it. It listens on the
+    address asked for (127.0.0.1: loopback only; a host name: every
+    address) and, with MLOS_STORE_SECRET (`mlos run --store-secret`),
+    serves only clients that send that secret.
 To avoid it, pass `store=` or set MLOS_STORE to a file: or redis:// store
 (docs/collectives.md).
 Keys go under `group_name` (default "mlos"), so this group can share a
@@ -91,6 +96,11 @@ def _store_from_torch(rank, world_size, timeout):
         return distributed_c10d._get_default_store()
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     if not addr or not port:
+        return None
+    # A group secret is sent and checked by the library's own client and
+    # server only (torch's TCPStore takes none): the library serves or
+    # joins MASTER_ADDR:MASTER_PORT itself.
+    if os.environ.get("MLOS_STORE_SECRET"):
         return None
     # Under torchrun (TORCHELASTIC_USE_AGENT_STORE=True) the agent serves
     # the store at MASTER_ADDR:MASTER_PORT; otherwise rank 0 serves it.

@@ -124,7 +124,8 @@ bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(c
   return c.rank == 0 && !agent_serves_store(getenv);
 }
 
-// MLOS_STORE_SECRET: only where it protects something, our own server.
+// MLOS_STORE_SECRET: for a TCPStore, which our server (or one of ours that
+// another rank 0 started) checks; a store of another kind does not use it.
 Status parse_secret(const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
   const char* s = getenv("MLOS_STORE_SECRET");
   if (!s || !*s) return Status::Ok();
@@ -135,10 +136,7 @@ Status parse_secret(const std::function<const char*(const char*)>& getenv, Group
                std::to_string(tcpstore::kMaxSecretBytes) + " printable characters without spaces (it has " +
                std::to_string(secret.size()) + ")");
   }
-  if (c->store != GroupConfig::StoreKind::kTcp) {
-    return bad("MLOS_STORE_SECRET is set, but the rendezvous store is not a TCPStore (a secret protects only the "
-               "TCPStore that rank 0 serves; unset it)");
-  }
+  if (c->store != GroupConfig::StoreKind::kTcp) return Status::Ok();  // not ours to protect: unused
   if (agent_serves_store(getenv)) {
     return bad("MLOS_STORE_SECRET is set, but torchrun's agent serves this store (torch's own, which takes no "
                "secret; unset it under torchrun)");

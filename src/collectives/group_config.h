@@ -70,8 +70,8 @@ Status validate(const GroupOverrides& o);
 // "mlos.restartN"), since the agent's store outlives the workers it
 // restarts and still holds the last attempt's keys. MLOS_STORE_SECRET
 // (16 to 256 printable characters, no spaces) is the group secret of a
-// TCPStore; with an agent's store (torch's, which takes none) or another
-// kind of store it is refused. Also
+// TCPStore; it is refused where torchrun's agent serves the store (torch's,
+// which takes none) and unused with another kind of store. Also
 // MLOS_COLLECTIVE_TIMEOUT_MS (default 30000), MLOS_GROUP (key prefix,
 // default "mlos"), MLOS_COLLECTIVE_HOST/IFACE. INVALID_ARGUMENT naming the
 // argument or variable for anything missing, malformed or inconsistent

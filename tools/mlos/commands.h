@@ -34,6 +34,7 @@ struct RunOptions {
   bool no_thread_env = false;
   bool no_python_hooks = false;  // do not set MLOS_PYTHON_HOOKS=1
   bool profile = false;          // MLOS_PROFILE=stderr: the phase profile at exit
+  bool store_secret = false;     // MLOS_STORE_SECRET: a fresh group secret, unless one is set
   bool no_tune = false;          // no start-up tuning (allocator, its options): run_tuning.h
   bool explain = false;          // print the tuning choice and why on stderr
   bool dry_run = false;

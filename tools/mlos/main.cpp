@@ -134,6 +134,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--profile", run.profile,
                     "Print the phase profile (seconds and share per phase) on stderr when CMD releases its "
                     "allocation or exits (sets MLOS_PROFILE=stderr)");
+  run_cmd->add_flag("--store-secret", run.store_secret,
+                    "Give CMD a fresh group secret (MLOS_STORE_SECRET, 32 random hex digits; one already set is "
+                    "kept): the TCPStore that rank 0 serves (MLOS_STORE=tcp://, or MASTER_ADDR/MASTER_PORT "
+                    "without torchrun) then serves only ranks started from CMD (docs/collectives.md)");
   run_cmd->add_flag("--no-tune", run.no_tune,
                     "Start CMD with the environment as it is: no allocator preloaded, no allocator or OpenMP "
                     "options, no step times recorded (docs/tuning.md)");

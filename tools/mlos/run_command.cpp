@@ -12,6 +12,7 @@
 // The claim goes into the node's one book: mlosd's when it runs (MLOS_MODE
 // auto or daemon; mlosd also moves the process into the job's cgroup), the
 // embedded ledger otherwise, exactly as the library chooses.
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,26 @@
 namespace mlos::cli {
 
 namespace {
+
+// --store-secret: MLOS_STORE_SECRET for CMD, 16 bytes from the kernel's
+// random source in hex, unless the environment already has one (a launcher
+// above chose it; every rank must share it).
+Status give_store_secret() {
+  const char* set = std::getenv("MLOS_STORE_SECRET");
+  if (set && *set) return Status::Ok();
+  unsigned char raw[16];
+  if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
+    return make_sys_error(errno, "cannot draw a store secret from getrandom");
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : raw) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  setenv("MLOS_STORE_SECRET", hex.c_str(), 1);
+  return Status::Ok();
+}
 
 // Thread-pool sizes read by OpenMP, MKL, OpenBLAS, BLIS, Accelerate,
 // numexpr and TensorFlow (PyTorch follows OMP_NUM_THREADS).
@@ -373,6 +394,14 @@ int run_run(const RunOptions& o) {
   // automatic phases without changing a line. Inert for anything else.
   if (!o.no_python_hooks) setenv("MLOS_PYTHON_HOOKS", "1", 1);
   if (o.profile) setenv("MLOS_PROFILE", "stderr", 1);
+  if (o.store_secret) {
+    if (Status st = give_store_secret(); !st) {
+      (void)(*broker)->release(grant->claim_id);
+      discard_gpu_share(share);
+      report(o, st.error());
+      return kExitRunFailed;
+    }
+  }
   const TuningReport tuning =
       o.no_tune ? skip_run_tuning() : apply_run_tuning(o.command, request->placement.num_cpus);
   if (o.explain && !o.json) std::cerr << tuning.text() << "\n";
