@@ -12,8 +12,10 @@
  * collective call) may open a listening socket: when the host is an address
  * of rank 0's machine, no TCPStore answers at host:port and torchrun's agent
  * does not serve it (TORCHELASTIC_USE_AGENT_STORE), rank 0 starts a TCPStore
- * server on that port, listening on every address of the machine, with no
- * authentication, until the process exits. To avoid it, name a store:
+ * server on that port until the process exits: on the address asked for
+ * (127.0.0.1: loopback only; a host name: every address), serving anyone
+ * who reaches it unless every rank has MLOS_STORE_SECRET (then only ranks
+ * that send it; docs/collectives.md). To avoid it, name a store:
  * MLOS_STORE=file:... or redis://..., a tcp:// store that already runs, or
  * one handed over with mlos_training_set_collective_store below.
  *

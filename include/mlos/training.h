@@ -270,11 +270,15 @@ MLOS_API void* mlos_training_alloc_checkpoint_buffer_ex(
  * (default 30000), as does every later operation. With a TCPStore that no
  * launcher serves (tcp:// or MASTER_ADDR without torchrun's agent), rank
  * 0's first call starts a TCPStore server in this process, listening on
- * every address of the machine at that port until the process exits
- * (docs/collectives.md, "Limits"); name a file: or redis:// store to keep
- * it from listening. Errors: INVALID_HANDLE, INVALID_ARGUMENT (not 0 <= rank <
+ * the address asked for (127.0.0.1: loopback only; a host name: every
+ * address) until the process exits, and raises the process's soft
+ * RLIMIT_NOFILE to the hard one; with MLOS_STORE_SECRET it serves only
+ * ranks that send that secret (docs/collectives.md, "What the store
+ * protects"); name a file: or redis:// store to keep it from listening.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (not 0 <= rank <
  * world_size, values differing from the handle's live group, no store
- * named, a malformed MLOS_STORE), TIMEOUT (a peer never arrived), PEER_LOST (a peer
+ * named, a malformed MLOS_STORE or MLOS_STORE_SECRET), TIMEOUT (a peer
+ * never arrived, or the store refused this rank's secret), PEER_LOST (a peer
  * died or broke the connection). After TIMEOUT or PEER_LOST the group is
  * unusable; the next call creates a new one (every rank must do the same). */
 MLOS_API int mlos_training_barrier(mlos_training_resources_t* resources,

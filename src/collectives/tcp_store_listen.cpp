@@ -140,18 +140,24 @@ Result<StoreListeners> listen_for_store(const std::string& host, uint16_t port) 
     }
     return listen_error(e, "every address", port).error();
   }
-  // Each address asked for, all on one port (the first one's, when 0).
+  // Each address asked for, all on one port (the first one's, when 0). An
+  // address this host cannot have ("localhost"'s ::1 without IPv6) is
+  // skipped while another one binds.
+  int unavailable = 0;
   for (Address& a : *asked) {
     set_port(&a, l.port != 0 ? l.port : port);
     os::UniqueFd fd;
     const int e = listen_on(a, &fd);
-    if (e == EAFNOSUPPORT || (e == EADDRNOTAVAIL && !l.fds.empty())) continue;  // "localhost" without IPv6
+    if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL) {
+      unavailable = e;
+      continue;
+    }
     if (e != 0) return listen_error(e, a.text, port).error();
     if (l.port == 0) l.port = port_of(fd.get());
     l.where += (l.where.empty() ? "" : " and ") + a.text;
     l.fds.push_back(std::move(fd));
   }
-  if (l.fds.empty()) return listen_error(EADDRNOTAVAIL, host, port).error();
+  if (l.fds.empty()) return listen_error(unavailable, host, port).error();
   return l;
 }
 

@@ -347,3 +347,51 @@ def test_a_rank_given_to_two_processes_is_refused(tmp_path):
         for p in procs:
             p.kill()
             p.communicate()
+
+
+TORCH_INTRUDER = textwrap.dedent("""
+    import datetime, sys
+    import torch.distributed as dist
+    try:
+        s = dist.TCPStore("127.0.0.1", int(sys.argv[1]), is_master=False, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=5))
+        print("served", s.num_keys(), sorted(s.list_keys()))
+    except Exception as e:  # refused: the store takes only clients with the secret
+        print("refused", type(e).__name__)
+""")
+
+
+def test_ranks_started_by_mlos_run_store_secret_meet_and_a_torch_client_is_refused(tmp_path, torch_python):
+    """`mlos run --store-secret` gives rank 0 a fresh MLOS_STORE_SECRET; the
+    store rank 0 serves (MASTER_ADDR/MASTER_PORT, loopback) then refuses
+    torch's client, which cannot send it, and a rank 1 given the same
+    secret joins."""
+    port = free_port()
+    secret_file = tmp_path / "secret"
+    rank0 = subprocess.Popen(
+        [str(build_dir() / "bin" / "mlos"), "run", "--store-secret", "--no-tune", "--", "sh", "-c",
+         f'printf %s "$MLOS_STORE_SECRET" > {secret_file}.part && mv {secret_file}.part {secret_file} && '
+         f'exec {build_dir() / "bin" / "mlos_collective_rank"} check'],
+        env=rank_env(tmp_path, 0, 2, MASTER_ADDR="127.0.0.1", MASTER_PORT=port), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    (tmp_path / "runtime").mkdir(exist_ok=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not secret_file.exists() and rank0.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        secret = secret_file.read_text()
+        assert len(secret) == 32 and int(secret, 16) >= 0, secret
+        # Once rank 0 listens, a client without the secret is closed.
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        intruder = subprocess.run([torch_python, "-c", TORCH_INTRUDER, str(port)], capture_output=True, text=True,
+                                  timeout=120)
+        assert intruder.stdout.startswith("refused"), intruder.stdout + intruder.stderr
+        finish([rank0, start(tmp_path, 1, 2, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, MLOS_STORE_SECRET=secret)])
+    finally:
+        rank0.kill()
+        rank0.wait(30)
