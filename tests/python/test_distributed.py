@@ -216,6 +216,32 @@ def test_a_rank_given_to_two_processes_is_refused_through_torchs_store(tmp_path)
             p.communicate()
 
 
+def test_with_a_store_secret_the_library_serves_master_addr_and_torch_clients_are_refused(tmp_path):
+    """MLOS_STORE_SECRET with MASTER_ADDR/MASTER_PORT: rank 0 does not create
+    torch's TCPStore (which takes no secret); the library serves the store,
+    the ranks meet through it, and torch's own client is refused."""
+    import datetime
+
+    import torch.distributed as dist
+    port = free_port()
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "PG_TIMEOUT": 60,
+           "MLOS_STORE_SECRET": "0123456789abcdef-pytest"}
+    procs = [start(tmp_path, r, 2, "loop", **env) for r in range(2)]
+    try:
+        for p in procs:
+            ready = p.stdout.readline()
+            assert '"ready"' in ready, ready + p.stdout.read() + p.stderr.read()
+        with pytest.raises(Exception):
+            intruder = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False,
+                                     timeout=datetime.timedelta(seconds=5))
+            intruder.list_keys()
+        assert all(p.poll() is None for p in procs), "the running ranks stopped"
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+
+
 @pytest.mark.parametrize("value,agent", [("True", True), ("true", True), ("TRUE", True), ("1", True),
                                          ("", False), ("0", False), ("False", False), ("yes", False)])
 def test_torchruns_agent_store_flag_is_read_as_the_c_library_reads_it(value, agent):
