@@ -43,7 +43,7 @@ if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   mkdir -p build-asan
   MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
     fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay fuzz_registry_replay
-    fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests
+    fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests mlos_tcp_store_tests
     mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child
     mlosd mlos_cli mlos mlos-demo mlos_daemon_job_client mlos_two_jobs_client mlos_pressure_trainer mlos_memory_hog
     mlos_dataload_job_client" \
@@ -102,7 +102,7 @@ if [[ -n "$asan_pid" ]]; then
   (cd build-asan && HWLOC_COMPONENTS=-pci UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
      MLOS_POLICY_HOST="$PWD/../build/bin/mlos-policyhost" MLOS_POLICY_DIR="$PWD/../build/policies" \
      MLOS_DATALOAD_HELPER="$PWD/../build/bin/mlos-dataload" \
-     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint|dataload|gpu)\.')
+     ctest --output-on-failure -j2 --timeout 300 -R '^(unit|integration|os_integration|c_api|fuzz|checkpoint|dataload|gpu|tcp_store)\.')
   stage_done asan-ctest
   bench_done bench-quick-rest
   # mlosd, its clients and the CLI under ASan/UBSan, through the daemon

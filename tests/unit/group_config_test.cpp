@@ -153,7 +153,7 @@ TEST(GroupConfig, AStoreSecretGoesToEveryRankOfATcpStoreAndIsRefusedWhereTheAgen
   env.vars["MLOS_STORE_SECRET"] = "";  // empty is unset
   EXPECT_EQ(group_config_from(0, 2, env.get())->tcp_secret, "");
   // Too short, too long, with a space: refused by name, with what is wrong.
-  for (const std::string bad : {std::string("short"), std::string(300, 'x'), std::string("with a space inside it")}) {
+  for (const std::string& bad : {std::string("short"), std::string(300, 'x'), std::string("with a space inside it")}) {
     env.vars["MLOS_STORE_SECRET"] = bad;
     auto c = group_config_from(0, 2, env.get());
     ASSERT_FALSE(c) << bad;
