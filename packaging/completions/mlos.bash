@@ -77,7 +77,7 @@ _mlos() {
       opts="--socket -d --interval -n --iterations -b --batch -h --help" ;;
     run)
       opts="--cpus --cpu-list --mem --numa --exclusive --strict-mem --single-node --gpus --shared-gpus --gpu-memory --gpu-share --no-thread-env
-            --no-python-hooks --profile --no-tune --explain --label --policy --dry-run --json -v --verbose
+            --no-python-hooks --profile --store-secret --no-tune --explain --label --policy --dry-run --json -v --verbose
             -h --help --" ;;
     policy)
       case $subsub in
