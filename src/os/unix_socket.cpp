@@ -66,15 +66,40 @@ Result<UniqueFd> listen_unix(const std::string& path, mode_t mode, int backlog) 
   }
   auto fd = new_socket(SOCK_NONBLOCK);
   if (!fd) return fd.error();
+  // The path appears only once the socket accepts: bound and listening
+  // under a temporary name beside it, then renamed into place. A client
+  // that finds the path between bind and listen would be refused and take
+  // it for "nobody listens" (MLOS_MODE=auto would fall back to the embedded
+  // engine). Where the temporary name does not fit sun_path, the path
+  // itself is bound (that window remains).
+  const std::string staged = path + ".new";
+  const bool rename_in = address_of(staged).ok();
+  const std::string& bound = rename_in ? staged : path;
+  // A socket left there by a daemon that died mid-start is stale (bind
+  // fails on anything else, naming it).
+  if (rename_in && lstat(staged.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && unlink(staged.c_str()) != 0) {
+    return make_sys_error(errno, "unlink stale " + staged);
+  }
+  auto bound_addr = address_of(bound);
   // fchmod on a socket before bind is not honoured on Linux; bind under a
   // restrictive umask, then chmod the path to the requested mode.
   const mode_t old = umask(0177);
-  const int rc = bind(fd->get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(sockaddr_un));
+  const int rc = bind(fd->get(), reinterpret_cast<const sockaddr*>(&*bound_addr), sizeof(sockaddr_un));
   const int bind_errno = errno;
   umask(old);
-  if (rc != 0) return make_sys_error(bind_errno, "bind " + path);
-  if (chmod(path.c_str(), mode) != 0) return make_sys_error(errno, "chmod " + path);
-  if (listen(fd->get(), backlog) != 0) return make_sys_error(errno, "listen on " + path);
+  if (rc != 0) return make_sys_error(bind_errno, "bind " + bound);
+  Status ready = Status::Ok();
+  if (chmod(bound.c_str(), mode) != 0) {
+    ready = make_sys_error(errno, "chmod " + bound);
+  } else if (listen(fd->get(), backlog) != 0) {
+    ready = make_sys_error(errno, "listen on " + bound);
+  } else if (rename_in && rename(staged.c_str(), path.c_str()) != 0) {
+    ready = make_sys_error(errno, "rename " + staged + " to " + path);
+  }
+  if (!ready) {
+    unlink(bound.c_str());
+    return ready.error();
+  }
   return std::move(fd.value());
 }
 

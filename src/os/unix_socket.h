@@ -18,7 +18,9 @@ namespace mlos::os {
 // A non-blocking, close-on-exec listening socket at `path` with permissions
 // `mode`. A stale socket file there (nothing accepting on it) is replaced; a
 // live one is EADDRINUSE (another daemon runs), anything else that is not a
-// socket is refused. The parent directory must exist.
+// socket is refused. The parent directory must exist. The path appears
+// only once the socket listens (bound as `path`.new, then renamed in), so a
+// client that finds it is never refused for being early.
 Result<UniqueFd> listen_unix(const std::string& path, mode_t mode, int backlog = 128);
 
 // A blocking, close-on-exec connection to `path`. ENOENT/ECONNREFUSED mean

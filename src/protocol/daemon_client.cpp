@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon/daemon_client.h"
+#include "protocol/daemon_client.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "daemon/frame_codec.h"
+#include "protocol/frame_codec.h"
 #include "os/unix_socket.h"
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 
 using nlohmann::json;
 
@@ -149,4 +149,4 @@ Result<std::optional<json>> DaemonClient::read_frame(FrameDecoder& decoder) {
   }
 }
 
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol

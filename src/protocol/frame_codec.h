@@ -23,7 +23,7 @@
 
 #include "core/status.h"
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 
 constexpr uint16_t kProtocolVersion = 1;
 constexpr size_t kFrameHeaderSize = 16;
@@ -80,4 +80,4 @@ struct Request {
 // "op" is not a non-empty string, or "id" is not an unsigned integer.
 Result<Request> parse_request(const Frame& frame);
 
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol

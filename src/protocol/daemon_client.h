@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "daemon/frame_codec.h"
+#include "protocol/frame_codec.h"
 #include "os/unique_fd.h"
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 
 // $MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock.
 std::string default_socket_path();
@@ -68,4 +68,4 @@ bool nobody_listens(const Error& e);
 nlohmann::json error_reply(uint64_t id, const Error& error);
 Error error_from_reply(const nlohmann::json& reply);
 
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon/frame_codec.h"
+#include "protocol/frame_codec.h"
 
 #include "core/json_fields.h"
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 
 namespace {
 
@@ -91,4 +91,4 @@ Result<Request> parse_request(const Frame& frame) {
   return Request{op->get<std::string>(), id->get<uint64_t>(), frame.payload};
 }
 
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol
