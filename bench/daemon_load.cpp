@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/daemon_client.h"
 #include "mlos/training.h"
+#include "protocol/daemon_client.h"
 
 namespace {
 
@@ -80,7 +80,7 @@ uint64_t cpu_ticks(int pid) {
 
 // One load client: returns phase changes acknowledged, via the pipe.
 [[noreturn]] void client(const std::string& path, int index, double seconds, int report_fd, int go_fd) {
-  auto c = mlos::daemon::DaemonClient::connect(path, 30000);
+  auto c = mlos::protocol::DaemonClient::connect(path, 30000);
   if (!c) _exit(10);
   auto granted = c->call("request", json{{"num_cpus", 1}, {"label", "load-" + std::to_string(index)}});
   if (!granted) _exit(11);
@@ -102,7 +102,7 @@ uint64_t cpu_ticks(int pid) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = mlos::daemon::default_socket_path();
+  std::string path = mlos::protocol::default_socket_path();
   int clients = 100;
   double seconds = 5;
   bool as_json = false;
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     }
   }
   setenv("MLOS_DAEMON_SOCKET", path.c_str(), 1);
-  auto probe = mlos::daemon::DaemonClient::connect(path);
+  auto probe = mlos::protocol::DaemonClient::connect(path);
   if (!probe) {
     fprintf(stderr, "%s\n", probe.error().describe().c_str());
     return 1;

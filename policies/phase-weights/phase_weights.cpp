@@ -4,7 +4,7 @@
 // they share), scaled by its priority. Node config: mlosd's "arbitration"
 // object ({"phase_weights": {"BACKWARD": 300, ...}}); no job config.
 // mlosd loads it for every job by default; its built-in fallback is the
-// same table (daemon/arbitration_policy.h).
+// same table (core/phase_weights.h).
 #include <mlos/policy.h>
 
 #include <cstdio>
@@ -13,15 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/arbitration_policy.h"
+#include "core/phase_weights.h"
 
 namespace {
 
-using mlos::daemon::ArbitrationPolicy;
+using mlos::PhaseWeights;
 
 struct State {
   const mlos_policy_host_t* host;
-  ArbitrationPolicy table;
+  PhaseWeights table;
 };
 
 void write_error(char* error, size_t size, const std::string& message) { std::snprintf(error, size, "%s", message.c_str()); }
@@ -36,7 +36,7 @@ void follow(State* s, uint64_t job, int phase) {
 
 int init(const mlos_policy_host_t* host, const char* config, void** state, char* error, size_t error_size) try {
   auto parsed = nlohmann::json::parse(config);
-  auto table = ArbitrationPolicy::from_json(parsed);
+  auto table = PhaseWeights::from_json(parsed);
   if (!table) {
     write_error(error, error_size, table.error().message);
     return MLOS_ERR_INVALID_ARGUMENT;

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <optional>
 
-#include "daemon/daemon_client.h"
 #include "engine/daemon_claim_broker.h"
 #include "engine/ledger_claim_broker.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos {
 
@@ -61,9 +61,9 @@ Result<std::shared_ptr<ClaimBroker>> select_broker() {
   // otherwise be bypassed, and "exclusive" CPUs granted outside its
   // arbitration.
   struct stat st{};
-  if (stat(daemon::default_socket_path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+  if (stat(protocol::default_socket_path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
     auto d = daemon_engine();
-    if (d || !daemon::nobody_listens(d.error())) return d;
+    if (d || !protocol::nobody_listens(d.error())) return d;
   }
   return embedded();
 }

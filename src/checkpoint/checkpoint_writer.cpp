@@ -16,7 +16,6 @@
 #include "checkpoint/checkpoint_retention.h"
 #include "checkpoint/durable_checkpoint_file.h"
 #include "core/phase_policy.h"
-#include "engine/job.h"
 #include "os/kernel.h"
 #include "os/log_sink.h"
 

@@ -26,12 +26,9 @@
 #include <thread>
 
 #include "checkpoint/staging_buffer.h"
+#include "checkpoint/checkpoint_job.h"
 #include "core/status.h"
 #include "os/unique_fd.h"
-
-namespace mlos {
-class Job;
-}
 
 namespace mlos::checkpoint {
 
@@ -41,7 +38,7 @@ struct WriterOptions {
   // Staging from this job's checkpoint buffers, and each save made durable
   // counted in its activity (Job::count_checkpoint: payload bytes, time
   // from the start of writing to durable). Null: neither.
-  std::shared_ptr<Job> job;
+  std::shared_ptr<CheckpointJob> job;
   bool allow_unlocked_staging = false;
 };
 

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 
-#include "engine/job.h"
 #include "os/kernel.h"
 #include "os/log_sink.h"
 
@@ -21,7 +20,7 @@ size_t round_to_pages(size_t bytes) {
 
 }  // namespace
 
-StagingBuffer::StagingBuffer(std::shared_ptr<Job> job, bool allow_unlocked)
+StagingBuffer::StagingBuffer(std::shared_ptr<CheckpointJob> job, bool allow_unlocked)
     : job_(std::move(job)), allow_unlocked_(allow_unlocked) {}
 
 StagingBuffer::~StagingBuffer() { unmap(Mapping{data_, capacity_, locked_, from_job_}); }
@@ -73,12 +72,12 @@ Status StagingBuffer::reserve(size_t bytes) {
   if (job_) {
     // A save that could never fit the budget fails before the old mapping
     // is touched.
-    auto snap = job_->snapshot();
-    if (!snap) return snap.error();
-    if (snap->memory_bytes > 0 && rounded > snap->memory_bytes) {
+    auto budget = job_->checkpoint_budget();
+    if (!budget) return budget.error();
+    if (*budget > 0 && rounded > *budget) {
       return make_error(MLOS_ERR_INSUFFICIENT_MEMORY, "checkpoint staging of " + std::to_string(rounded) +
                                                           " bytes exceeds the job's memory_bytes " +
-                                                          std::to_string(snap->memory_bytes));
+                                                          std::to_string(*budget));
     }
   }
   auto fresh = map(rounded);

@@ -14,18 +14,15 @@
 #include <cstddef>
 #include <memory>
 
+#include "checkpoint/checkpoint_job.h"
 #include "core/status.h"
-
-namespace mlos {
-class Job;
-}
 
 namespace mlos::checkpoint {
 
 class StagingBuffer {
  public:
   // `job` may be null (process memory).
-  StagingBuffer(std::shared_ptr<Job> job, bool allow_unlocked);
+  StagingBuffer(std::shared_ptr<CheckpointJob> job, bool allow_unlocked);
   ~StagingBuffer();
   StagingBuffer(const StagingBuffer&) = delete;
   StagingBuffer& operator=(const StagingBuffer&) = delete;
@@ -57,7 +54,7 @@ class StagingBuffer {
   Result<Mapping> map(size_t bytes);
   void unmap(const Mapping& m);
 
-  std::shared_ptr<Job> job_;
+  std::shared_ptr<CheckpointJob> job_;
   const bool allow_unlocked_;
   void* data_ = nullptr;
   size_t capacity_ = 0;

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon/arbitration_policy.h"
+#include "core/phase_weights.h"
 
 #include <algorithm>
 
 #include "core/phase_policy.h"
 
-namespace mlos::daemon {
+namespace mlos {
 
-ArbitrationPolicy ArbitrationPolicy::defaults() {
-  ArbitrationPolicy p;
+PhaseWeights PhaseWeights::defaults() {
+  PhaseWeights p;
   p.phase_weight_ = {10, 50, 100, 200, 100, 400};
   return p;
 }
 
-Result<ArbitrationPolicy> ArbitrationPolicy::from_json(const nlohmann::json& config) {
-  ArbitrationPolicy p = defaults();
+Result<PhaseWeights> PhaseWeights::from_json(const nlohmann::json& config) {
+  PhaseWeights p = defaults();
   if (!config.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration config must be an object");
   for (const auto& [key, value] : config.items()) {
     if (key != "phase_weights") {
@@ -37,9 +37,9 @@ Result<ArbitrationPolicy> ArbitrationPolicy::from_json(const nlohmann::json& con
   return p;
 }
 
-uint32_t ArbitrationPolicy::weight(mlos_training_phase_t phase, int priority) const {
+uint32_t PhaseWeights::weight(mlos_training_phase_t phase, int priority) const {
   const int64_t scaled = int64_t{phase_weight_[phase]} * (100 + 10 * std::clamp(priority, MLOS_PRIORITY_MIN, MLOS_PRIORITY_MAX)) / 100;
   return static_cast<uint32_t>(std::clamp<int64_t>(scaled, 1, 10000));
 }
 
-}  // namespace mlos::daemon
+}  // namespace mlos

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// How mlosd turns the phases of concurrent jobs into CPU weights (cgroup
-// cpu.weight, v1 cpu.shares) on the CPUs they share. A job in BACKWARD or
-// CHECKPOINT outweighs one in IDLE or DATA_LOADING; the job's priority
-// scales its weight. Configurable from the daemon's JSON config. Pure logic.
+// How the phases of concurrent jobs become CPU weights (cgroup cpu.weight,
+// v1 cpu.shares) on the CPUs they share: the table of the phase-weights
+// policy and of mlosd's fallback when that policy is not attached. A job in
+// BACKWARD or CHECKPOINT outweighs one in IDLE or DATA_LOADING; the job's
+// priority scales its weight. Configurable from the daemon's JSON config
+// ("arbitration"). Pure logic.
 #pragma once
 
 #include <array>
@@ -13,18 +15,18 @@
 #include "core/status.h"
 #include "mlos/training.h"
 
-namespace mlos::daemon {
+namespace mlos {
 
-class ArbitrationPolicy {
+class PhaseWeights {
  public:
   // IDLE 10, DATA_LOADING 50, FORWARD 100, BACKWARD 200, OPTIMIZER 100,
   // CHECKPOINT 400 (v2 weights; 100 is the kernel's default).
-  static ArbitrationPolicy defaults();
+  static PhaseWeights defaults();
 
   // {"phase_weights": {"BACKWARD": 300, ...}}: phases not named keep their
   // default. INVALID_ARGUMENT for unknown keys or phase names, or weights
   // outside 1..10000 (the config is rejected whole).
-  static Result<ArbitrationPolicy> from_json(const nlohmann::json& config);
+  static Result<PhaseWeights> from_json(const nlohmann::json& config);
 
   // The phase's weight scaled by (100 + 10 * priority) / 100 for priority in
   // MLOS_PRIORITY_MIN..MAX, clamped to 1..10000.
@@ -34,4 +36,4 @@ class ArbitrationPolicy {
   std::array<uint32_t, MLOS_TRAINING_PHASE_COUNT> phase_weight_{};
 };
 
-}  // namespace mlos::daemon
+}  // namespace mlos

@@ -15,14 +15,14 @@
 #include <cstring>
 #include <set>
 
-#include "daemon/daemon_client.h"
 #include "daemon/event_log.h"
 #include "daemon/request_handler.h"
-#include "engine/job.h"
 #include "os/durable_file.h"
 #include "os/log_sink.h"
+#include "os/monotonic_clock.h"
 #include "os/process_info.h"
 #include "os/unix_socket.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos::daemon {
 
@@ -63,7 +63,7 @@ Status ControlServer::listen() {
   return Status::Ok();
 }
 
-json ControlServer::handle(const os::PeerCredentials& peer, const Request& req, os::UniqueFd fd) {
+json ControlServer::handle(const os::PeerCredentials& peer, const protocol::Request& req, os::UniqueFd fd) {
   metrics_.count_request(req.op);
   RequestContext ctx{info_, [this] { return metrics_.text(); }, clients_.size(), &connections_by_uid_};
   if (gpus_) ctx.gpu_figures = [this] { return gpus_->figures(); };
@@ -85,7 +85,7 @@ void ControlServer::deliver_finished() {
       if (p == pending_replies_.end()) continue;
       const PendingReply who = p->second;
       pending_replies_.erase(p);
-      json reply = result ? json{{"id", who.request_id}, {"ok", true}} : error_reply(who.request_id, result.error());
+      json reply = result ? json{{"id", who.request_id}, {"ok", true}} : protocol::error_reply(who.request_id, result.error());
       if (result) reply.update(*result);
       after_reply(who.op, reply);
       auto c = clients_.find(who.fd);
@@ -103,8 +103,8 @@ void ControlServer::deliver_finished() {
 }
 
 void ControlServer::queue_reply(Client& c, const json& reply) {
-  auto bytes = encode_frame(FrameKind::kReply, reply);
-  if (!bytes) bytes = encode_frame(FrameKind::kReply, error_reply(reply.value("id", uint64_t{0}), bytes.error()));
+  auto bytes = protocol::encode_frame(protocol::FrameKind::kReply, reply);
+  if (!bytes) bytes = protocol::encode_frame(protocol::FrameKind::kReply, protocol::error_reply(reply.value("id", uint64_t{0}), bytes.error()));
   if (!bytes) return;
   c.out += *bytes;
   if (c.out.size() > kMaxQueuedReply) c.closing = true, c.out.clear();
@@ -142,7 +142,7 @@ namespace {
 
 // Best effort: the reply to a connection about to be closed.
 void refuse(int fd, const Error& why) {
-  if (auto bytes = encode_frame(FrameKind::kReply, error_reply(0, why))) (void)os::send_all(fd, *bytes);
+  if (auto bytes = protocol::encode_frame(protocol::FrameKind::kReply, protocol::error_reply(0, why))) (void)os::send_all(fd, *bytes);
 }
 
 }  // namespace
@@ -211,7 +211,7 @@ void ControlServer::accept_clients() {
     c->process = std::move(*process);
     c->peer = *peer;
     c->peer.process = &c->process;
-    c->last_active_ns = Job::steady_clock_ns();
+    c->last_active_ns = os::monotonic_ns();
     c->serial = next_client_serial_++;
     if (!watch(epoll_.get(), fd, kClient, EPOLLIN | EPOLLRDHUP)) continue;
     ++connections_by_uid_[peer->uid];
@@ -255,7 +255,7 @@ void ControlServer::on_client(int fd, uint32_t events) {
         c.out.clear();
         break;
       }
-      c.last_active_ns = Job::steady_clock_ns();
+      c.last_active_ns = os::monotonic_ns();
       // At most one descriptor rides with a request: extras are closed.
       while (c.fds.size() > 1) c.fds.pop_back();
       c.decoder.feed(std::string_view(buf, *n));
@@ -271,19 +271,19 @@ void ControlServer::serve_frames(Client& c) {
     auto frame = c.decoder.next();
     if (!frame) {
       metrics_.count_request("malformed");
-      queue_reply(c, error_reply(0, frame.error()));
+      queue_reply(c, protocol::error_reply(0, frame.error()));
       c.closing = true;
       break;
     }
     if (!frame->has_value()) break;
-    auto req = parse_request(**frame);
+    auto req = protocol::parse_request(**frame);
     os::UniqueFd passed;
     if (!c.fds.empty()) {
       passed = std::move(c.fds.front());
       c.fds.clear();
     }
     if (!req) {
-      queue_reply(c, error_reply(0, req.error()));
+      queue_reply(c, protocol::error_reply(0, req.error()));
       continue;
     }
     json reply = handle(c.peer, *req, std::move(passed));
@@ -394,7 +394,7 @@ void ControlServer::sample(bool metrics_due) {
   if (ticks_ % kResyncEveryTicks == 0) sync_owner_watches();
   sync_memory_wakeups();
   sync_policy_fds();
-  close_idle_clients(Job::steady_clock_ns());
+  close_idle_clients(os::monotonic_ns());
   if (!listening_) resume_listening();
   if (!metrics_due) return;
   if (!updater_) updater_ = std::make_unique<MetricsUpdater>(metrics_, [this] { write_textfile(); }, gpus_.get());

@@ -26,7 +26,6 @@
 
 #include "core/status.h"
 #include "daemon/daemon_config.h"
-#include "daemon/frame_codec.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
 #include "daemon/metrics_updater.h"
@@ -34,6 +33,7 @@
 #include "os/peer_credentials.h"
 #include "os/process_handle.h"
 #include "os/unique_fd.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::daemon {
 
@@ -63,14 +63,14 @@ class ControlServer {
   Status run();
 
   // One request, as the loop handles it.
-  nlohmann::json handle(const os::PeerCredentials& peer, const Request& request, os::UniqueFd fd);
+  nlohmann::json handle(const os::PeerCredentials& peer, const protocol::Request& request, os::UniqueFd fd);
 
  private:
   struct Client {
     os::UniqueFd fd;
     os::PeerCredentials peer;   // peer.process points at `process`
     os::ProcessHandle process;  // the connecting process, by pidfd
-    FrameDecoder decoder{kMaxRequestPayload};
+    protocol::FrameDecoder decoder{protocol::kMaxRequestPayload};
     std::vector<os::UniqueFd> fds;  // received with the request being read
     std::string out;                // reply bytes not yet written
     bool closing = false;           // close once `out` is flushed

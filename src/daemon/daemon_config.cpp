@@ -126,7 +126,7 @@ Status DaemonConfig::merge(const json& c, std::string* refused_key) {
       } else if (key == "quotas") {
         if (Status s = next.quotas.merge(v); !s) return make_error(MLOS_ERR_INVALID_ARGUMENT, s.error().message);
       } else if (key == "arbitration") {
-        auto policy = ArbitrationPolicy::from_json(v);
+        auto policy = PhaseWeights::from_json(v);
         if (!policy) return make_error(MLOS_ERR_INVALID_ARGUMENT, "arbitration: " + policy.error().message);
         next.policy = *policy;
         next.arbitration = v;

@@ -15,7 +15,7 @@
 
 #include "core/memory_pressure.h"
 #include "core/status.h"
-#include "daemon/arbitration_policy.h"
+#include "core/phase_weights.h"
 #include "daemon/policy_config.h"
 #include "daemon/user_quotas.h"
 
@@ -67,7 +67,7 @@ struct DaemonConfig {
   // daemon's slots or descriptors.
   int client_idle_timeout_ms = 60000;
   UserQuotas quotas;
-  ArbitrationPolicy policy = ArbitrationPolicy::defaults();
+  PhaseWeights policy = PhaseWeights::defaults();
   nlohmann::json arbitration = nlohmann::json::object();  // as given, for --check-config
   // Memory-pressure thresholds for jobs that give none (see
   // docs/memory-pressure.md); the key "memory_pressure" takes the fields of

@@ -492,16 +492,20 @@ void JobManager::follow_phase(Live& j) {
                 {{"MLOS_EVENT", "phase"}, {"JOB_ID", std::to_string(j.record.id)}, {"PHASE", PhasePolicy::name(j.phase)}});
     }
   }
+  if (Live* top = cgroup_holder(j)) refresh_cgroup(*top);
+}
+
+JobManager::Live* JobManager::cgroup_holder(Live& j) {
   // A nested job has no cgroup of its own: its phase steers the cgroup of
   // the job it runs in (under `mlos run`, the command's job steers the
   // envelope's cgroup, which holds every thread of the command).
   Live* top = &j;
   for (int depth = 0; top->record.parent != 0 && depth < 64; ++depth) {
     auto it = jobs_.find(top->record.parent);
-    if (it == jobs_.end()) return;
+    if (it == jobs_.end()) return nullptr;
     top = &it->second;
   }
-  refresh_cgroup(*top);
+  return top;
 }
 
 JobManager::Steering JobManager::steering(const Live& j) const {

@@ -34,7 +34,7 @@
 #include "core/placement.h"
 #include "core/status.h"
 #include "core/topology.h"
-#include "daemon/arbitration_policy.h"
+#include "core/phase_weights.h"
 #include "daemon/confinement.h"
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
@@ -58,7 +58,7 @@ struct JobManagerDeps {
   std::function<MemoryAvailability()> memory;
   std::shared_ptr<os::CgroupDriver> cgroups;        // null: no cgroups (--cgroups none)
   std::shared_ptr<RegistryStore> state;             // the registry's files
-  ArbitrationPolicy policy = ArbitrationPolicy::defaults();
+  PhaseWeights policy = PhaseWeights::defaults();
   std::function<Result<ProcessId>(pid_t)> identify;  // pid -> pid + start time
   // false only when the owner is provably gone (os::Liveness::kGone): a
   // failure to look (EMFILE, ...) keeps the job.
@@ -308,7 +308,12 @@ class JobManager {
   // Creates/updates the job's cgroup for its current phase; unsupported
   // limits become notes once.
   void apply_cgroup(Live& job, bool create);
+  // Reads the job's phase (page or last set_phase), tells the policies of
+  // a change, and refreshes the cgroup that holds the job.
   void follow_phase(Live& job);
+  // The job whose cgroup holds `job`'s threads: itself, or the envelope it
+  // is nested in; nullptr if that job is gone.
+  Live* cgroup_holder(Live& job);
   // What a job's cgroup follows: the phases of the job and of the jobs
   // nested in it.
   struct Steering {

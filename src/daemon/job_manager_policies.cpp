@@ -128,8 +128,9 @@ void JobManager::take_back_policy(const std::string& policy, uint64_t job) {
 
 void JobManager::refresh_after_policy(Live& j) {
   // The weight lands on the cgroup that holds the job: its own, or its
-  // envelope's (follow_phase walks up and refreshes that one).
-  follow_phase(j);
+  // envelope's. The phase is not read again: the policy answered the
+  // change that follow_phase already saw (one pass, no second round trip).
+  if (Live* top = cgroup_holder(j)) refresh_cgroup(*top);
 }
 
 policy::PolicyHosts::Verdict JobManager::note_policy_failure(uint64_t id, std::string note_prefix,

@@ -4,7 +4,7 @@
 #include <ctime>
 
 #include "core/json_fields.h"
-#include "daemon/daemon_client.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos::daemon {
 
@@ -97,23 +97,23 @@ json users_json(const JobManager& jobs, const RequestContext& ctx) {
 }
 
 json done(uint64_t id, const Status& s) {
-  return s ? json{{"id", id}, {"ok", true}} : error_reply(id, s.error());
+  return s ? json{{"id", id}, {"ok", true}} : protocol::error_reply(id, s.error());
 }
 
 }  // namespace
 
-json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerCredentials& peer, const Request& req,
+json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerCredentials& peer, const protocol::Request& req,
                     os::UniqueFd fd) {
   try {
     json reply{{"id", req.id}, {"ok", true}};
     if (req.op == "hello") {
-      if (req.args.contains("protocol") && req.args["protocol"] != kProtocolVersion) {
-        return error_reply(req.id, make_error(MLOS_ERR_VERSION_MISMATCH,
-                                              "mlosd speaks protocol " + std::to_string(kProtocolVersion) +
+      if (req.args.contains("protocol") && req.args["protocol"] != protocol::kProtocolVersion) {
+        return protocol::error_reply(req.id, make_error(MLOS_ERR_VERSION_MISMATCH,
+                                              "mlosd speaks protocol " + std::to_string(protocol::kProtocolVersion) +
                                                   ", the client " + req.args["protocol"].dump()));
       }
       reply["daemon"] = ctx.info;
-      reply["protocol"] = kProtocolVersion;
+      reply["protocol"] = protocol::kProtocolVersion;
       reply["you"] = {{"pid", peer.pid}, {"uid", peer.uid}, {"gid", peer.gid}};
       return reply;
     }
@@ -135,12 +135,12 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
       return reply;
     }
     if (req.op == "metrics") {
-      if (!ctx.metrics_text) return error_reply(req.id, make_error(MLOS_ERR_UNSUPPORTED, "no metrics here"));
+      if (!ctx.metrics_text) return protocol::error_reply(req.id, make_error(MLOS_ERR_UNSUPPORTED, "no metrics here"));
       std::string text = ctx.metrics_text();
       // The HTTP endpoint has no such bound: it is where a large node is
       // scraped from.
-      if (text.size() > kDefaultMaxPayload - 4096) {
-        return error_reply(req.id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
+      if (text.size() > protocol::kDefaultMaxPayload - 4096) {
+        return protocol::error_reply(req.id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
                                               "the metrics text is " + std::to_string(text.size()) +
                                                   " bytes, more than one reply frame holds; scrape the HTTP "
                                                   "endpoint (metrics_listen) instead"));
@@ -150,26 +150,26 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
     }
     if (req.op == "request") {
       auto granted = jobs.request(peer, req.args, std::move(fd));
-      if (!granted) return error_reply(req.id, granted.error());
+      if (!granted) return protocol::error_reply(req.id, granted.error());
       reply.update(*granted);
       return reply;
     }
     if (req.op == "watch_memory") {
       auto watched = jobs.watch_memory(peer, req.args, std::move(fd));
-      if (!watched) return error_reply(req.id, watched.error());
+      if (!watched) return protocol::error_reply(req.id, watched.error());
       reply.update(*watched);
       return reply;
     }
     if (req.op == "memory_status") {
       auto status = jobs.memory_status(peer, job_field(req.args));
-      if (!status) return error_reply(req.id, status.error());
+      if (!status) return protocol::error_reply(req.id, status.error());
       reply.update(*status);
       return reply;
     }
     if (req.op == "policy_request") {
       const json config = req.args.value("config", json::object());
       auto attached = jobs.request_policy(peer, job_field(req.args), string_arg(req.args, "name"), config);
-      if (!attached) return error_reply(req.id, attached.error());
+      if (!attached) return protocol::error_reply(req.id, attached.error());
       reply.update(*attached);
       return reply;
     }
@@ -178,7 +178,7 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
     }
     if (req.op == "advice") {
       auto advice = jobs.advice(job_field(req.args));
-      if (!advice) return error_reply(req.id, advice.error());
+      if (!advice) return protocol::error_reply(req.id, advice.error());
       reply.update(*advice);
       return reply;
     }
@@ -188,7 +188,7 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
     }
     if (req.op == "policy_load") {
       auto loaded = jobs.load_policy(peer, string_arg(req.args, "name"));
-      if (!loaded) return error_reply(req.id, loaded.error());
+      if (!loaded) return protocol::error_reply(req.id, loaded.error());
       reply.update(*loaded);
       return reply;
     }
@@ -196,9 +196,9 @@ json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerC
     if (req.op == "release") return done(req.id, jobs.release(peer, job_field(req.args)));
     if (req.op == "phase") return done(req.id, jobs.set_phase(peer, job_field(req.args), int_arg(req.args, "phase")));
     if (req.op == "attach") return done(req.id, jobs.attach(peer, job_field(req.args), int_arg(req.args, "pid")));
-    return error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown op '" + req.op + "'"));
+    return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown op '" + req.op + "'"));
   } catch (const std::exception& e) {
-    return error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
+    return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
   }
 }
 

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/frame_codec.h"
 #include "daemon/job_gpu_figures.h"
 #include "daemon/job_manager.h"
 #include "os/peer_credentials.h"
 #include "os/unique_fd.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::daemon {
 
@@ -32,6 +32,6 @@ struct RequestContext {
 // reply, see error_reply). `fd` is the descriptor that came with it, if
 // any. Never throws for any input.
 nlohmann::json handle_request(JobManager& jobs, const RequestContext& context, const os::PeerCredentials& peer,
-                              const Request& request, os::UniqueFd fd);
+                              const protocol::Request& request, os::UniqueFd fd);
 
 }  // namespace mlos::daemon

@@ -10,6 +10,7 @@
 #include "engine/page_phase_sink.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
+#include "os/monotonic_clock.h"
 #include "os/process_self.h"
 #include "os/shared_page.h"
 
@@ -44,8 +45,8 @@ DaemonClaimBroker::DaemonClaimBroker(std::string socket_path, Topology topology,
     : path_(std::move(socket_path)), topology_(std::move(topology)), allowed_(std::move(allowed)) {}
 
 Result<std::shared_ptr<DaemonClaimBroker>> DaemonClaimBroker::for_this_process() {
-  const std::string path = daemon::default_socket_path();
-  auto probe = daemon::DaemonClient::connect(path);
+  const std::string path = protocol::default_socket_path();
+  auto probe = protocol::DaemonClient::connect(path);
   if (!probe) return probe.error();
   auto topo = os::shared_topology();
   if (!topo) return topo.error();
@@ -62,7 +63,7 @@ Result<json> DaemonClaimBroker::call(const std::string& op, const json& args, in
   for (int attempt = 0;; ++attempt) {
     if (!conn_ || conn_pid_ != os::self_pid()) {
       conn_.reset();
-      auto c = daemon::DaemonClient::connect(path_);
+      auto c = protocol::DaemonClient::connect(path_);
       if (!c) return c.error();
       conn_.emplace(std::move(*c));
       conn_pid_ = os::self_pid();
@@ -125,7 +126,7 @@ Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   if (!request.envelope) {
     auto page = os::SharedPage::create("mlos-phase");
     if (!page) return page.error();
-    sink = std::make_shared<PagePhaseSink>(std::move(*page), Job::steady_clock_ns());
+    sink = std::make_shared<PagePhaseSink>(std::move(*page), os::monotonic_ns());
     args["page_fd"] = sink->fd();
   }
   auto reply = call("request", args, sink ? sink->fd() : -1);

@@ -16,8 +16,8 @@
 #include <optional>
 #include <string>
 
-#include "daemon/daemon_client.h"
 #include "engine/claim_broker.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos {
 
@@ -69,7 +69,7 @@ class DaemonClaimBroker final : public ClaimBroker, public std::enable_shared_fr
   const Topology topology_;
   const CpuSet allowed_;
   std::mutex mu_;
-  std::optional<daemon::DaemonClient> conn_;
+  std::optional<protocol::DaemonClient> conn_;
   pid_t conn_pid_ = 0;
 };
 

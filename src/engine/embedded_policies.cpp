@@ -27,6 +27,7 @@
 #include "os/cpu_times.h"
 #include "os/ledger_file.h"
 #include "os/log_sink.h"
+#include "os/monotonic_clock.h"
 #include "os/process_memory.h"
 #include "os/unique_fd.h"
 #include "policy/file_advice.h"
@@ -142,12 +143,12 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
 
   policy::PolicyHosts::Callbacks cb;
   State* s = s_.get();
-  cb.now_ns = [] { return Job::steady_clock_ns(); };
+  cb.now_ns = [] { return os::monotonic_ns(); };
   cb.figures = [this, s](uint64_t id) -> std::optional<mlos_policy_job_figures_t> {
     auto it = s->jobs.find(id);
     if (it == s->jobs.end()) return std::nullopt;
     const State::Served& j = it->second;
-    const uint64_t now = Job::steady_clock_ns();
+    const uint64_t now = os::monotonic_ns();
     mlos_policy_job_figures_t f = policy::empty_figures(id);
     f.now_seconds = static_cast<double>(now) / 1e9;
     if (auto snap = j.phases->read()) {

@@ -35,12 +35,6 @@ const char* effect_name(uint32_t effect) {
   }
 }
 
-uint64_t Job::steady_clock_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
 namespace {
 std::atomic<uint64_t> g_next_job_id{1};
 }  // namespace
@@ -428,7 +422,7 @@ Result<std::shared_ptr<MemoryWatch>> Job::watch_locked() {
   }
   auto feed = broker_->pressure_feed(grant_, spec_.request.memory_bytes, t);
   if (!feed) return feed.error();
-  auto w = MemoryWatch::start(std::move(*feed), steady_clock_ns);
+  auto w = MemoryWatch::start(std::move(*feed), os::monotonic_ns);
   if (!w) return w.error();
   watch_ = *w;
   return watch_;
@@ -521,6 +515,12 @@ Status Job::release_locked() {
   checkpoint_buffers_.clear();
   checkpoint_bytes_ = 0;
   return grant_.claim_id == 0 ? Status::Ok() : broker_->release(grant_.claim_id);
+}
+
+Result<uint64_t> Job::checkpoint_budget() const {
+  std::lock_guard lock(mu_);
+  if (released_) return make_error(MLOS_ERR_INVALID_HANDLE, "resources already released");
+  return spec_.request.memory_bytes;
 }
 
 Result<Job::Snapshot> Job::snapshot() const {

@@ -35,12 +35,14 @@
 #include "core/phase_policy.h"
 #include "core/phase_profile.h"
 #include "core/placement.h"
+#include "checkpoint/checkpoint_job.h"
 #include "engine/claim_broker.h"
 #include "engine/memory_watch.h"
 #include "engine/thread_registry.h"
-#include "policy/policy_protocol.h"
 #include "mlos/training.h"
 #include "os/kernel.h"
+#include "os/monotonic_clock.h"
+#include "policy/policy_protocol.h"
 
 namespace mlos {
 
@@ -50,12 +52,12 @@ struct JobSpec {
   std::string label;
 };
 
-class Job {
+class Job : public checkpoint::CheckpointJob {
  public:
-  using Clock = std::function<uint64_t()>;  // monotonic nanoseconds
+  using Clock = os::MonotonicClock;
 
   Job(JobSpec spec, Grant grant, std::shared_ptr<ClaimBroker> broker, os::Kernel& kernel,
-      Clock clock = steady_clock_ns, ThreadRegistry& threads = ThreadRegistry::process_wide());
+      Clock clock = os::monotonic_ns, ThreadRegistry& threads = ThreadRegistry::process_wide());
 
   // `tid` is the thread; `is_calling_thread` says whether its memory policy
   // can be set (see mlos_training_bind_thread).
@@ -64,14 +66,17 @@ class Job {
   // A checkpoint buffer, locked; with `allow_unlocked`, an ordinary
   // prefaulted one when the kernel refuses the lock (LOCK_LIMIT), counted
   // against memory_bytes the same way. *locked (if given) says which.
-  Result<void*> alloc_checkpoint_buffer(size_t size, bool allow_unlocked = false, bool* locked = nullptr);
-  Status free_checkpoint_buffer(void* buffer);
+  Result<void*> alloc_checkpoint_buffer(size_t size, bool allow_unlocked = false,
+                                        bool* locked = nullptr) override;
+  Status free_checkpoint_buffer(void* buffer) override;
   // While a checkpoint buffer is pinned (an asynchronous checkpoint save is
   // reading it), freeing it is refused and release() waits for the unpin
   // before unmapping it. Pins nest. INVALID_HANDLE once released,
   // INVALID_ARGUMENT for a pointer that is not a buffer of this job.
-  Status pin_checkpoint_buffer(void* buffer);
-  void unpin_checkpoint_buffer(void* buffer);
+  Status pin_checkpoint_buffer(void* buffer) override;
+  void unpin_checkpoint_buffer(void* buffer) override;
+  // The grant's memory_bytes (0: none); INVALID_HANDLE once released.
+  Result<uint64_t> checkpoint_budget() const override;
   Status register_buffer(void* addr, size_t size, mlos_buffer_kind_t kind);
   // Tensor pools (include/mlos/tmm.h) count their capacity against
   // memory_bytes from creation to destruction: INSUFFICIENT_MEMORY when it
@@ -112,7 +117,7 @@ class Job {
   void count_collective(uint64_t bytes, uint64_t ns) const {
     if (grant_.phase_sink) grant_.phase_sink->count_collective(bytes, ns);
   }
-  void count_checkpoint(uint64_t bytes, uint64_t ns) const {
+  void count_checkpoint(uint64_t bytes, uint64_t ns) const override {
     if (grant_.phase_sink) grant_.phase_sink->count_checkpoint(bytes, ns);
   }
 
@@ -137,7 +142,6 @@ class Job {
   };
   Result<Snapshot> snapshot() const;
 
-  static uint64_t steady_clock_ns();
   // The process that requested this job (a forked child inherits the handle
   // but not the job).
   pid_t creator_pid() const { return creator_pid_; }

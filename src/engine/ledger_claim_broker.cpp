@@ -14,6 +14,7 @@
 #include "gpu/gpu_topology.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
+#include "os/monotonic_clock.h"
 #include "os/process_info.h"
 
 namespace mlos {
@@ -127,7 +128,7 @@ Status LedgerClaimBroker::serve(Grant& grant, const ClaimRequest& request, bool 
   served.grant.recommended_threads = std::max(1, grant.placement.physical_cores);
   served.grant.memory_bytes = request.placement.memory_bytes;
   served.grant.priority = request.priority;
-  served.phases = EmbeddedPolicies::make_phase_sink(Job::steady_clock_ns());
+  served.phases = EmbeddedPolicies::make_phase_sink(os::monotonic_ns());
   grant.phase_sink = served.phases;
   served.reads = std::make_shared<ReadLog>();
   grant.read_log = served.reads;

@@ -21,10 +21,13 @@ using MonotonicClock = std::function<uint64_t()>;
 // one and hands clock() to the part under test. Thread-safe.
 class ManualClock {
  public:
-  explicit ManualClock(uint64_t start_ns = 1'000'000'000) : now_(std::make_shared<std::atomic<uint64_t>>(start_ns)) {}
-  uint64_t now() const { return now_->load(); }
-  void advance(uint64_t ns) { now_->fetch_add(ns); }
-  void set(uint64_t ns) { now_->store(ns); }
+  // 1000 s: never near 0, where "never happened" often lives.
+  explicit ManualClock(uint64_t start_ns = 1000'000'000'000) : now_(std::make_shared<std::atomic<uint64_t>>(start_ns)) {}
+  uint64_t now_ns() const { return now_->load(); }
+  // Moves the time on; returns the new time.
+  uint64_t advance_ns(uint64_t ns) { return now_->fetch_add(ns) + ns; }
+  uint64_t advance_ms(uint64_t ms) { return advance_ns(ms * 1'000'000); }
+  // A MonotonicClock that reads this clock (and its copies).
   MonotonicClock clock() const {
     return [now = now_] { return now->load(); };
   }

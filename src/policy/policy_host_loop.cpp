@@ -7,8 +7,8 @@
 
 #include "core/json_fields.h"
 #include "core/utf8.h"
-#include "daemon/daemon_client.h"
 #include "os/unix_socket.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos::policy {
 
@@ -43,19 +43,19 @@ PolicyHostLoop::PolicyHostLoop(const mlos_policy_t* policy, int fd) : policy_(po
 }
 
 int PolicyHostLoop::run() {
-  daemon::FrameDecoder decoder{kMaxHostPayload};
+  protocol::FrameDecoder decoder{kMaxHostPayload};
   char buf[16384];
   for (;;) {
     auto frame = decoder.next();
     if (!frame) return 1;
     if (frame->has_value()) {
-      auto request = daemon::parse_request(**frame);
+      auto request = protocol::parse_request(**frame);
       if (!request) return 1;
       const bool stop = request->op == "stop";
-      auto bytes = daemon::encode_frame(daemon::FrameKind::kReply, handle(*request), kMaxHostPayload);
+      auto bytes = protocol::encode_frame(protocol::FrameKind::kReply, handle(*request), kMaxHostPayload);
       if (!bytes) {
-        bytes = daemon::encode_frame(daemon::FrameKind::kReply,
-                                     daemon::error_reply(request->id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
+        bytes = protocol::encode_frame(protocol::FrameKind::kReply,
+                                     protocol::error_reply(request->id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
                                                                                  "the policy's reply is too large")));
       }
       if (!os::send_all(fd_, *bytes).ok()) return 1;
@@ -72,7 +72,7 @@ int PolicyHostLoop::run() {
   }
 }
 
-json PolicyHostLoop::handle(const daemon::Request& req) {
+json PolicyHostLoop::handle(const protocol::Request& req) {
   actions_ = json::array();
   dropped_actions_ = 0;
   logs_ = json::array();
@@ -89,7 +89,7 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
       const std::string config = args.value("config", json::object()).dump();
       const int rc = policy_->init(&host_, config.c_str(), &state_, error, sizeof error);
       if (rc != MLOS_OK) {
-        return daemon::error_reply(req.id, make_error(rc, error[0] ? std::string(error, strnlen(error, sizeof error))
+        return protocol::error_reply(req.id, make_error(rc, error[0] ? std::string(error, strnlen(error, sizeof error))
                                                                    : "init refused its config"));
       }
       initialised_ = true;
@@ -104,7 +104,7 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
         const int rc = policy_->job_attached(state_, job, config.c_str(), error, sizeof error);
         if (rc != MLOS_OK) {
           jobs_.erase(job);
-          return daemon::error_reply(req.id, make_error(rc, error[0] ? std::string(error, strnlen(error, sizeof error))
+          return protocol::error_reply(req.id, make_error(rc, error[0] ? std::string(error, strnlen(error, sizeof error))
                                                                      : "the policy refused the job's config"));
         }
       }
@@ -146,7 +146,7 @@ json PolicyHostLoop::handle(const daemon::Request& req) {
     }
   } catch (const std::exception& e) {
     reads_.clear();
-    return daemon::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
+    return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
   }
   reads_.clear();  // the strings the policy saw die with the event
   if (!actions_.empty()) reply["actions"] = std::move(actions_);

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/frame_codec.h"
 #include "mlos/policy.h"
 #include "policy/policy_module.h"
 #include "policy/policy_protocol.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::policy {
 
@@ -30,7 +30,7 @@ class PolicyHostLoop {
   int run();
 
   // One request's reply (exposed for tests).
-  nlohmann::json handle(const daemon::Request& request);
+  nlohmann::json handle(const protocol::Request& request);
 
  private:
   static int job_figures(void* ctx, uint64_t job, mlos_policy_job_figures_t* out);

@@ -90,7 +90,7 @@ Result<uint64_t> PolicyHostProcess::send(const std::string& op, json args, int t
   const uint64_t id = next_id_++;
   args["op"] = op;
   args["id"] = id;
-  auto bytes = daemon::encode_frame(daemon::FrameKind::kRequest, args, kMaxHostPayload);
+  auto bytes = protocol::encode_frame(protocol::FrameKind::kRequest, args, kMaxHostPayload);
   if (!bytes) return bytes.error();
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -109,7 +109,7 @@ Result<std::vector<HostReply>> PolicyHostProcess::receive() {
     auto frame = decoder_.next();
     if (!frame) return make_error(MLOS_ERR_PEER_LOST, "policy host sent a malformed frame: " + frame.error().message);
     if (frame->has_value()) {
-      if ((*frame)->kind != daemon::FrameKind::kReply) {
+      if ((*frame)->kind != protocol::FrameKind::kReply) {
         return make_error(MLOS_ERR_PEER_LOST, "policy host sent something other than a reply");
       }
       auto reply = parse_host_reply((*frame)->payload);

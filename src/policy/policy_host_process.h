@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "daemon/frame_codec.h"
 #include "os/unique_fd.h"
 #include "policy/policy_protocol.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::policy {
 
@@ -68,7 +68,7 @@ class PolicyHostProcess {
 
   pid_t pid_;
   os::UniqueFd fd_;
-  daemon::FrameDecoder decoder_{kMaxHostPayload};
+  protocol::FrameDecoder decoder_{kMaxHostPayload};
   uint64_t next_id_ = 1;
   std::string ended_;  // set once reaped
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // What mlosd (or the library) and a policy host say to each other over
-// their socketpair: the control socket's frames (daemon/frame_codec.h), one
+// their socketpair: the control socket's frames (protocol/frame_codec.h), one
 // request at a time, each answered by one reply.
 //
 //   to the host (requests)                     the host's reply

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "protocol/frame_codec.h"
 #include "os/unix_socket.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::protocol {
 

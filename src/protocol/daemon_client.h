@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "protocol/frame_codec.h"
 #include "os/unique_fd.h"
+#include "protocol/frame_codec.h"
 
 namespace mlos::protocol {
 

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "daemon/frame_codec.h"
+#include "protocol/frame_codec.h"
 
-using namespace mlos::daemon;
+using namespace mlos::protocol;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

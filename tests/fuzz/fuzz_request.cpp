@@ -25,9 +25,9 @@
 
 #include "../fakes/fake_cgroup_v2_fs.h"
 #include "core/cpu_set.h"
-#include "daemon/frame_codec.h"
 #include "daemon/job_manager.h"
 #include "daemon/request_handler.h"
+#include "protocol/frame_codec.h"
 
 namespace {
 
@@ -129,12 +129,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<DescriptorsExhausted> exhausted;
   if (data[0] & 0x80) exhausted.emplace();
   const os::PeerCredentials peer{100 + who, who == 0 ? 0u : 999u + who, 0};
-  d::FrameDecoder decoder(64 * 1024);
+  mlos::protocol::FrameDecoder decoder(64 * 1024);
   decoder.feed(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   for (int frames = 0; frames < 64; ++frames) {
     auto frame = decoder.next();
     if (!frame || !frame->has_value()) break;
-    auto req = d::parse_request(**frame);
+    auto req = mlos::protocol::parse_request(**frame);
     if (!req) continue;
     const json reply = d::handle_request(jobs, ctx, peer, *req, os::UniqueFd());
     check(reply.is_object() && reply.contains("ok") && reply["id"] == req->id, "reply shape");

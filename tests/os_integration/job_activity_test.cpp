@@ -27,6 +27,7 @@
 #include "mlos/training.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
+#include "os/monotonic_clock.h"
 #include "os/shared_page.h"
 
 namespace {
@@ -41,7 +42,7 @@ class PageBroker final : public mlos::ClaimBroker {
     if (!p) return p.error();
     auto page = mlos::os::SharedPage::create("mlos-activity-test");
     if (!page) return page.error();
-    auto sink = std::make_shared<mlos::PagePhaseSink>(std::move(*page), mlos::Job::steady_clock_ns());
+    auto sink = std::make_shared<mlos::PagePhaseSink>(std::move(*page), mlos::os::monotonic_ns());
     page_fd = sink->fd();
     mlos::Grant g{1, *p, ""};
     g.phase_sink = sink;

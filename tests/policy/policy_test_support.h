@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/read_log.h"
+#include "os/monotonic_clock.h"
 #include "policy/policy_hosts.h"
 
 namespace mlos::policy::testing {
@@ -33,14 +34,7 @@ namespace mlos::policy::testing {
 // fixtures/fixture_policy.h: FIXTURE_TICK_MS.
 constexpr uint64_t kFixtureTickMs = 60000;
 
-class ManualClock {
- public:
-  uint64_t now_ns() const { return now_ns_; }
-  void advance_ms(uint64_t ms) { now_ns_ += ms * 1000000; }
-
- private:
-  uint64_t now_ns_ = 1000ull * 1000000000;  // 1000 s: never near 0
-};
+using ManualClock = os::ManualClock;
 
 struct AppliedAction {
   std::string policy;

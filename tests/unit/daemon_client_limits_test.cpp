@@ -14,12 +14,12 @@
 #include <string>
 #include <thread>
 
-#include "daemon/daemon_client.h"
-#include "daemon/frame_codec.h"
 #include "mlos/errors.h"
 #include "os/unix_socket.h"
+#include "protocol/daemon_client.h"
+#include "protocol/frame_codec.h"
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 namespace {
 
 // Answers every request with {"id", "ok": true, "op": <its op>} until the
@@ -93,4 +93,4 @@ TEST(DaemonClientLimitsTest, RequestLimitIsTheDocumentedOne) {
 }
 
 }  // namespace
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol

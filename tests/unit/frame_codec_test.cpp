@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The control-socket framing: round trips across arbitrary chunking, and
 // every malformed frame poisons the decoder with a clear error.
-#include "daemon/frame_codec.h"
+#include "protocol/frame_codec.h"
 
 #include <gtest/gtest.h>
 
-namespace mlos::daemon {
+namespace mlos::protocol {
 namespace {
 
 std::string frame(FrameKind kind, const nlohmann::json& payload) {
@@ -95,4 +95,4 @@ TEST(FrameCodecTest, RequestsNeedAnOpAndAnId) {
 }
 
 }  // namespace
-}  // namespace mlos::daemon
+}  // namespace mlos::protocol

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Phases to CPU weights: the default ordering, priority scaling, and strict
 // configuration.
-#include "daemon/arbitration_policy.h"
+#include "core/phase_weights.h"
 
 #include <gtest/gtest.h>
 
-namespace mlos::daemon {
+namespace mlos {
 namespace {
 
-TEST(ArbitrationPolicyTest, DefaultsFavourComputeAndCheckpointOverIdleAndLoading) {
-  const auto p = ArbitrationPolicy::defaults();
+TEST(PhaseWeightsTest, DefaultsFavourComputeAndCheckpointOverIdleAndLoading) {
+  const auto p = PhaseWeights::defaults();
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_IDLE, 0), 10u);
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_DATA_LOADING, 0), 50u);
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_FORWARD, 0), 100u);
@@ -18,16 +18,16 @@ TEST(ArbitrationPolicyTest, DefaultsFavourComputeAndCheckpointOverIdleAndLoading
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_CHECKPOINT, 0), 400u);
 }
 
-TEST(ArbitrationPolicyTest, PriorityScalesAndIsClamped) {
-  const auto p = ArbitrationPolicy::defaults();
+TEST(PhaseWeightsTest, PriorityScalesAndIsClamped) {
+  const auto p = PhaseWeights::defaults();
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_BACKWARD, 5), 300u);
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_BACKWARD, -5), 100u);
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_IDLE, MLOS_PRIORITY_MIN), 1u);  // never 0
   EXPECT_EQ(p.weight(MLOS_TRAINING_PHASE_CHECKPOINT, 99), 800u);         // priority clamped to 10
 }
 
-TEST(ArbitrationPolicyTest, ConfigOverridesNamedPhasesAndRejectsTheRestWhole) {
-  auto p = ArbitrationPolicy::from_json({{"phase_weights", {{"IDLE", 1}, {"BACKWARD", 1000}}}});
+TEST(PhaseWeightsTest, ConfigOverridesNamedPhasesAndRejectsTheRestWhole) {
+  auto p = PhaseWeights::from_json({{"phase_weights", {{"IDLE", 1}, {"BACKWARD", 1000}}}});
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->weight(MLOS_TRAINING_PHASE_IDLE, 0), 1u);
   EXPECT_EQ(p->weight(MLOS_TRAINING_PHASE_BACKWARD, 0), 1000u);
@@ -37,11 +37,11 @@ TEST(ArbitrationPolicyTest, ConfigOverridesNamedPhasesAndRejectsTheRestWhole) {
         nlohmann::json{{"phase_weights", {{"IDLE", 0}}}}, nlohmann::json{{"phase_weights", {{"IDLE", 10001}}}},
         nlohmann::json{{"phase_weights", {{"IDLE", 2.5}}}}, nlohmann::json{{"phase_weights", 3}},
         nlohmann::json::array()}) {
-    auto r = ArbitrationPolicy::from_json(bad);
+    auto r = PhaseWeights::from_json(bad);
     EXPECT_FALSE(r.ok()) << bad.dump();
     if (!r.ok()) EXPECT_EQ(r.error().code, MLOS_ERR_INVALID_ARGUMENT);
   }
 }
 
 }  // namespace
-}  // namespace mlos::daemon
+}  // namespace mlos

@@ -28,25 +28,25 @@
 #include <optional>
 #include <string>
 
-#include "daemon/daemon_client.h"
 #include "os/sandbox.h"
 #include "os/unique_fd.h"
 #include "os/unix_socket.h"
 #include "policy/policy_host_loop.h"
 #include "policy/policy_module.h"
+#include "protocol/daemon_client.h"
 
 namespace {
 
 namespace os = mlos::os;
 namespace policy = mlos::policy;
-namespace d = mlos::daemon;
+namespace protocol = mlos::protocol;
 
 // Tells the parent why the host cannot serve (an error reply with id 0,
 // which is what it waits for first), and stderr.
 int refuse(int fd, const mlos::Error& e) {
   std::cerr << "mlos-policyhost: " << e.describe() << "\n";
   if (fd >= 0) {
-    auto bytes = d::encode_frame(d::FrameKind::kReply, d::error_reply(0, e), policy::kMaxHostPayload);
+    auto bytes = protocol::encode_frame(protocol::FrameKind::kReply, protocol::error_reply(0, e), policy::kMaxHostPayload);
     if (bytes) (void)os::send_all(fd, *bytes);
   }
   return 1;

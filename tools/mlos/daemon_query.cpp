@@ -15,8 +15,8 @@ Error unavailable(const Error& e) {
   return out;
 }
 
-Result<daemon::DaemonClient> connect(const std::string& socket) {
-  auto client = daemon::DaemonClient::connect(socket);
+Result<protocol::DaemonClient> connect(const std::string& socket) {
+  auto client = protocol::DaemonClient::connect(socket);
   if (!client && client.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) return unavailable(client.error());
   return client;
 }
@@ -24,7 +24,7 @@ Result<daemon::DaemonClient> connect(const std::string& socket) {
 // Every page of mlosd's status merged into one reply: the first page's
 // node figures with all the jobs. A daemon that does not page (no
 // "next_after") gives everything in one reply.
-Result<nlohmann::json> full_status(daemon::DaemonClient& client) {
+Result<nlohmann::json> full_status(protocol::DaemonClient& client) {
   auto reply = client.call("status", nlohmann::json{{"limit", 512}});
   if (!reply) return reply;
   nlohmann::json merged = std::move(*reply);
@@ -42,7 +42,7 @@ Result<nlohmann::json> full_status(daemon::DaemonClient& client) {
 }  // namespace
 
 std::string resolve_socket(const std::string& requested) {
-  return requested.empty() ? daemon::default_socket_path() : requested;
+  return requested.empty() ? protocol::default_socket_path() : requested;
 }
 
 Result<nlohmann::json> query_daemon_status(const std::string& socket) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // How mlos reaches mlosd: "status" (every page) or one other request over
-// daemon::DaemonClient.
+// protocol::DaemonClient.
 #pragma once
 
 #include <optional>
@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "daemon/daemon_client.h"
+#include "protocol/daemon_client.h"
 
 namespace mlos::cli {
 
-// `requested` if not empty, else daemon::default_socket_path()
+// `requested` if not empty, else protocol::default_socket_path()
 // ($MLOS_DAEMON_SOCKET, else /run/mlos/mlosd.sock).
 std::string resolve_socket(const std::string& requested);
 
@@ -40,7 +40,7 @@ class DaemonStatusSource {
  private:
   Result<nlohmann::json> fetch_once();
   std::string socket_;
-  std::optional<daemon::DaemonClient> client_;
+  std::optional<protocol::DaemonClient> client_;
 };
 
 }  // namespace mlos::cli

@@ -18,36 +18,36 @@
 #include <optional>
 #include <vector>
 
+#include "build_commit.h"
 #include "daemon/config_reload.h"
 #include "daemon/confinement.h"
 #include "daemon/control_server.h"
-#include "daemon/daemon_client.h"
 #include "daemon/daemon_config.h"
 #include "daemon/event_log.h"
+#include "daemon/gpu_metrics.h"
 #include "daemon/job_manager.h"
 #include "daemon/job_metrics.h"
-#include "daemon/listen_address.h"
 #include "daemon/ledger_follower.h"
+#include "daemon/listen_address.h"
 #include "daemon/metrics_endpoint.h"
-#include "mlos/log.h"
-#include "build_commit.h"
-#include "mlos/version.h"
-#include "daemon/gpu_metrics.h"
 #include "gpu/gpu_inventory.h"
 #include "gpu/gpu_topology.h"
 #include "gpu/nvml_library.h"
+#include "mlos/log.h"
+#include "mlos/version.h"
+#include "os/cgroup/checked_attach.h"
+#include "os/cpu_times.h"
+#include "os/durable_file.h"
 #include "os/hwloc_topology.h"
 #include "os/journal_log.h"
-#include "os/service_notify.h"
-#include "os/cgroup/checked_attach.h"
-#include "os/durable_file.h"
 #include "os/kernel.h"
 #include "os/memory_sources.h"
-#include "os/process_handle.h"
 #include "os/process_facts.h"
+#include "os/process_handle.h"
 #include "os/process_info.h"
-#include "os/cpu_times.h"
+#include "os/service_notify.h"
 #include "policy/policy_hosts.h"
+#include "protocol/daemon_client.h"
 
 namespace {
 
@@ -306,7 +306,7 @@ uint64_t monotonic_ns() {
 // left is undone by hand. Refused while a mlosd answers on the socket: it
 // owns the confinement, and stopping it gives the node back.
 int give_back(const d::DaemonConfig& config, const std::shared_ptr<os::CgroupDriver>& driver) {
-  if (d::DaemonClient::connect(config.socket, 1000)) {
+  if (mlos::protocol::DaemonClient::connect(config.socket, 1000)) {
     std::cerr << "mlosd: a mlosd answers on " << config.socket
               << ": it keeps the confinement; stop it (it gives the node back when it stops)\n";
     return 1;
