@@ -41,7 +41,7 @@ asan_pid= bench_pid=
 trap '[[ -n "$asan_pid" ]] && kill -- "-$asan_pid" 2>/dev/null; [[ -n "$bench_pid" ]] && kill -- "-$bench_pid" 2>/dev/null; true' EXIT
 if [[ "${MLOS_SKIP_SANITIZERS:-0}" != 1 ]]; then
   mkdir -p build-asan
-  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test
+  MLOS_BUILD_DIR=build-asan MLOS_BUILD_TARGETS="mlos_unit_tests mlos_integration_tests mlos_os_integration_tests mlos_c_api_test mlos_abi_v1_test
     fuzz_cpu_list_replay fuzz_claim_ledger_replay fuzz_proc_files_replay fuzz_frame_replay fuzz_request_replay fuzz_registry_replay
     fuzz_policy_reply_replay fuzz_tar_index_replay mlos_dataload_tests mlos_gpu_tests mlos_tcp_store_tests
     mlos_checkpoint_fault_test mlos_checkpoint_crash_test mlos_checkpoint_crash_child

@@ -77,6 +77,9 @@ typedef struct mlos_checkpoint_options {
   mlos_training_resources_t* resources;
   uint32_t flags; /* MLOS_CHECKPOINT_* */
 } mlos_checkpoint_options_t;
+/* The first version of mlos_checkpoint_options_t: struct_size may be as small as this. */
+#define MLOS_CHECKPOINT_OPTIONS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_checkpoint_options_t, flags)
+
 
 /* Opens a writer on the existing directory `dir` (not created). Removes
  * temporaries a crashed writer of the same prefix left behind; sequence
@@ -147,6 +150,9 @@ typedef struct mlos_checkpoint_writer_info {
   bool staging_locked;           /* false: unlocked fallback in use (see flags) */
   bool io_priority_applied;      /* the async thread got CHECKPOINT's I/O priority */
 } mlos_checkpoint_writer_info_t;
+/* The first version of mlos_checkpoint_writer_info_t: struct_size may be as small as this. */
+#define MLOS_CHECKPOINT_WRITER_INFO_SIZE_V1 MLOS_SIZE_THROUGH(mlos_checkpoint_writer_info_t, io_priority_applied)
+
 
 /* Fills `info` up to info->struct_size or this library's
  * sizeof(mlos_checkpoint_writer_info_t), whichever is smaller; bytes beyond

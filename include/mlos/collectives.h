@@ -86,6 +86,9 @@ typedef struct mlos_collective_options {
    * (default "mlos"). Groups sharing a store need different ones. */
   const char* group;
 } mlos_collective_options_t;
+/* The first version of mlos_collective_options_t: struct_size may be as small as this. */
+#define MLOS_COLLECTIVE_OPTIONS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_collective_options_t, group)
+
 
 /* Applies `options` to this handle's next group (a live group keeps its
  * own). NULL: back to the environment. Errors: INVALID_HANDLE,

@@ -106,6 +106,9 @@ typedef struct mlos_dataload_options {
   uint32_t workers;     /* decoding threads; 0: one per CPU of the job (or of the process) */
   uint32_t prefetch;    /* batch slots; 0: 2 per worker, at least 2 */
 } mlos_dataload_options_t;
+/* The first version of mlos_dataload_options_t: struct_size may be as small as this. */
+#define MLOS_DATALOAD_OPTIONS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_dataload_options_t, prefetch)
+
 
 typedef struct mlos_dataload_info {
   uint32_t struct_size;     /* set by the caller */
@@ -119,6 +122,9 @@ typedef struct mlos_dataload_info {
   int32_t helper_pid;
   uint32_t reserved;
 } mlos_dataload_info_t;
+/* The first version of mlos_dataload_info_t: struct_size may be as small as this. */
+#define MLOS_DATALOAD_INFO_SIZE_V1 MLOS_SIZE_THROUGH(mlos_dataload_info_t, reserved)
+
 
 typedef struct mlos_dataload_batch {
   void* images;          /* count packed samples, in the pool's memory */
@@ -143,6 +149,9 @@ typedef struct mlos_dataload_stats {
   uint64_t batches;          /* delivered by mlos_dataload_next since the start */
   uint64_t wait_ns;          /* the caller's time blocked in mlos_dataload_next */
 } mlos_dataload_stats_t;
+/* The first version of mlos_dataload_stats_t: struct_size may be as small as this. */
+#define MLOS_DATALOAD_STATS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_dataload_stats_t, wait_ns)
+
 
 /* mlos_dataload_next's result at the end of an epoch (not an error). */
 #define MLOS_DATALOAD_END 1

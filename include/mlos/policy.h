@@ -111,6 +111,9 @@ typedef struct mlos_policy_plan {
   const char* const* paths;
   const int64_t* sizes;      /* bytes; -1 where the host could not stat the file */
 } mlos_policy_plan_t;
+/* The first version of mlos_policy_plan_t: struct_size may be as small as this. */
+#define MLOS_POLICY_PLAN_SIZE_V1 MLOS_SIZE_THROUGH(mlos_policy_plan_t, sizes)
+
 
 /* Placements a policy may recommend (mlos_policy_host_t.recommend_placement). */
 typedef enum mlos_policy_placement {
@@ -232,6 +235,9 @@ typedef struct mlos_policy {
   /* Every tick_interval_ms, with the figures of every attached job fresh. */
   void (*tick)(void* state, double now_seconds);
 } mlos_policy_t;
+/* The first version of mlos_policy_t: struct_size may be as small as this. */
+#define MLOS_POLICY_SIZE_V1 MLOS_SIZE_THROUGH(mlos_policy_t, tick)
+
 
 typedef const mlos_policy_t* (*mlos_policy_entry_fn)(void);
 

@@ -82,6 +82,9 @@ typedef struct mlos_tmm_pool_options {
   uint32_t reserved;       /* zero */
   const char* name;        /* shown in /proc/<pid>/maps as memfd:mlos-tmm:<name>; may be NULL */
 } mlos_tmm_pool_options_t;
+/* The first version of mlos_tmm_pool_options_t: struct_size may be as small as this. */
+#define MLOS_TMM_POOL_OPTIONS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_tmm_pool_options_t, name)
+
 
 /* A buffer handed out by mlos_tmm_acquire. */
 typedef struct mlos_tmm_buffer {
@@ -118,6 +121,9 @@ typedef struct mlos_tmm_stats {
   uint64_t huge_bytes;       /* arena bytes mapped with huge pages now */
   uint64_t remote_node_pages; /* resident pages not on numa_node (0 if unbound) */
 } mlos_tmm_stats_t;
+/* The first version of mlos_tmm_stats_t: struct_size may be as small as this. */
+#define MLOS_TMM_STATS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_tmm_stats_t, remote_node_pages)
+
 
 /* Creates a pool for `resources` (the job whose memory_bytes it counts
  * against and whose node it uses; may be NULL for a pool of no job).

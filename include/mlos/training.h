@@ -19,7 +19,8 @@
  *  - The published request struct is frozen. Growth happens through
  *    versioned extension structs whose first field, struct_size, the caller
  *    sets to sizeof(the struct it compiled against); the library accepts any
- *    size from the first version on and fills or reads only that prefix. It
+ *    size from the first version (MLOS_<STRUCT>_SIZE_V1) on and fills or
+ *    reads only that prefix (fields past it read as zero). It
  *    never writes past the struct it was built with, whatever struct_size
  *    says: bytes a newer caller has beyond that are left as they were, so
  *    zero-initialise the struct to tell fields this library lacks.
@@ -50,6 +51,12 @@ extern "C" {
 /* ------------------------------------------------------------------ */
 /* Published types                                                     */
 /* ------------------------------------------------------------------ */
+
+/* Versioned structs: the bytes of `type` up to and including `field`. Each
+ * versioned struct has MLOS_<STRUCT>_SIZE_V1, the size of its first
+ * version, built from this: the smallest struct_size the library accepts,
+ * whatever later versions add. */
+#define MLOS_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* The six training phases. What each does to the job's bound threads is the
  * phase policy documented in docs/phases.md. */
@@ -123,6 +130,9 @@ typedef struct mlos_memory_pressure_info {
   uint64_t detected_ns;    /* CLOCK_MONOTONIC ns when this level was entered */
   uint64_t sequence;       /* level changes of this job so far */
 } mlos_memory_pressure_info_t;
+/* The first version of mlos_memory_pressure_info_t: struct_size may be as small as this. */
+#define MLOS_MEMORY_PRESSURE_INFO_SIZE_V1 MLOS_SIZE_THROUGH(mlos_memory_pressure_info_t, psi_some_avg10)
+
 
 enum {
   MLOS_MEMORY_SOURCE_NONE = 0,
@@ -336,6 +346,9 @@ typedef struct mlos_training_request_options {
   int num_gpus;
   const char* gpu_uuids;
 } mlos_training_request_options_t;
+/* The first version of mlos_training_request_options_t: struct_size may be as small as this. */
+#define MLOS_TRAINING_REQUEST_OPTIONS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_training_request_options_t, label)
+
 
 /* mlos_training_request_resources with options; options may be NULL.
  * Extra errors: VERSION_MISMATCH (struct_size too small), INVALID_ARGUMENT
@@ -366,6 +379,9 @@ typedef struct mlos_memory_thresholds {
   uint32_t hold_ms;                 /* how long it must stay clear (default 1000) */
   uint32_t sample_ms;               /* sampling period between kernel events (default 100) */
 } mlos_memory_thresholds_t;
+/* The first version of mlos_memory_thresholds_t: struct_size may be as small as this. */
+#define MLOS_MEMORY_THRESHOLDS_SIZE_V1 MLOS_SIZE_THROUGH(mlos_memory_thresholds_t, sample_ms)
+
 
 /* Sets the job's thresholds (in daemon mode they are sent to mlosd).
  * Defaults come from docs/memory-pressure.md, overridden by MLOS_MEMORY_*
@@ -465,6 +481,9 @@ typedef struct mlos_training_placement {
   uint64_t claim_id;             /* id in the node ledger (mlos status) */
   int bound_threads;             /* threads bound so far */
 } mlos_training_placement_t;
+/* The first version of mlos_training_placement_t: struct_size may be as small as this. */
+#define MLOS_TRAINING_PLACEMENT_SIZE_V1 MLOS_SIZE_THROUGH(mlos_training_placement_t, bound_threads)
+
 
 /* Fills `placement` up to placement->struct_size or this library's
  * sizeof(mlos_training_placement_t), whichever is smaller; bytes beyond are
@@ -525,6 +544,9 @@ typedef struct mlos_training_phase_profile {
   uint64_t collective_calls;
   uint64_t collective_bytes;
 } mlos_training_phase_profile_t;
+/* The first version of mlos_training_phase_profile_t: struct_size may be as small as this. */
+#define MLOS_TRAINING_PHASE_PROFILE_SIZE_V1 MLOS_SIZE_THROUGH(mlos_training_phase_profile_t, os_updates)
+
 
 /* Fills `profile` up to profile->struct_size or this library's
  * sizeof(mlos_training_phase_profile_t), whichever is smaller; bytes beyond
@@ -580,6 +602,9 @@ typedef struct mlos_training_advice {
   int policies;           /* policies the job uses */
   int policies_failed;    /* of which failed now (the job runs on built-in defaults for them) */
 } mlos_training_advice_t;
+/* The first version of mlos_training_advice_t: struct_size may be as small as this. */
+#define MLOS_TRAINING_ADVICE_SIZE_V1 MLOS_SIZE_THROUGH(mlos_training_advice_t, policies_failed)
+
 
 /* Attaches policy `name` to the job with `config_json`, a JSON object
  * (NULL means "{}"), checked here before anything is sent; the policy

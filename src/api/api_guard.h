@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // What every C entry point shares: running a body with no exception
-// escaping, finding the job behind a resources handle, and filling
-// versioned output structs.
+// escaping and finding the job behind a resources handle (versioned
+// structs: versioned_struct.h).
 #pragma once
 
 #include <algorithm>
@@ -64,27 +64,6 @@ inline std::shared_ptr<Job> find_job(const mlos_training_resources_t* handle) {
     return nullptr;
   }
   return job;
-}
-
-// Copies `ours` into a caller struct whose first field is struct_size,
-// honouring both sizes: an older caller gets the prefix it asked for, a
-// newer one gets what this library knows and nothing more. Bytes past
-// sizeof(T) are never written: struct_size is a claim the library cannot
-// check, and a wrong one (too big, or UINT32_MAX) must not let it write past
-// the caller's object. A newer caller zero-initialises its struct to tell
-// unknown fields apart.
-template <class T>
-int fill_versioned(T* out, const T& ours, size_t first_version_size) {
-  const uint32_t size = out->struct_size;
-  if (size < first_version_size) {
-    return record_error(make_error(MLOS_ERR_VERSION_MISMATCH,
-                                   "struct_size " + std::to_string(size) + " is smaller than the first version (" +
-                                       std::to_string(first_version_size) + "); set it to sizeof the struct"));
-  }
-  const size_t n = std::min<size_t>(size, sizeof(T));
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&ours) + sizeof(uint32_t),
-              n - sizeof(uint32_t));
-  return MLOS_OK;
 }
 
 // The get_notes buffer contract (training.h) for `text`: *needed is its

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "api/handle_table.h"
 #include "checkpoint/checkpoint_names.h"
 #include "checkpoint/checkpoint_reader.h"
@@ -38,10 +39,6 @@ WriterTable& writers() {
   return *table;
 }
 
-constexpr size_t kOptionsV1Size = offsetof(mlos_checkpoint_options_t, flags) + sizeof(uint32_t);
-constexpr size_t kInfoV1Size = offsetof(mlos_checkpoint_writer_info_t, io_priority_applied) + sizeof(bool);
-static_assert(kOptionsV1Size <= sizeof(mlos_checkpoint_options_t));
-static_assert(kInfoV1Size <= sizeof(mlos_checkpoint_writer_info_t));
 constexpr uint32_t kKnownFlags = MLOS_CHECKPOINT_ALLOW_UNLOCKED_STAGING;
 
 int invalid_argument(const std::string& why) { return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, why)); }
@@ -97,12 +94,9 @@ int mlos_checkpoint_writer_open(const char* dir, const mlos_checkpoint_options_t
     mlos::checkpoint::WriterOptions wo;
     wo.keep_last = MLOS_CHECKPOINT_DEFAULT_KEEP_LAST;
     if (options != nullptr) {
-      if (options->struct_size < kOptionsV1Size) {
-        return record_error(make_error(MLOS_ERR_VERSION_MISMATCH,
-                                       "options struct_size " + std::to_string(options->struct_size) +
-                                           " is smaller than the first version (" +
-                                           std::to_string(kOptionsV1Size) + ")"));
-      }
+      auto given = mlos::api::read_versioned(options);
+      if (!given) return record_error(given.error());
+      options = &*given;
       if (options->flags & ~kKnownFlags) return invalid_argument("unknown checkpoint option flags");
       if (options->keep_last != 0) wo.keep_last = options->keep_last;
       if (options->prefix != nullptr) wo.prefix = options->prefix;
@@ -164,7 +158,7 @@ int mlos_checkpoint_writer_get_info(const mlos_checkpoint_writer_t* writer, mlos
     ours.staging_bytes = i.staging_bytes;
     ours.staging_locked = i.staging_locked;
     ours.io_priority_applied = i.io_priority_applied;
-    return mlos::api::fill_versioned(info, ours, kInfoV1Size);
+    return mlos::api::fill_versioned(info, ours);
   });
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "api/collective_groups.h"
 #include "api/group_placement.h"
 #include "collectives/callback_store.h"
@@ -214,13 +215,10 @@ int mlos_training_set_collective_store(mlos_training_resources_t* resources, con
       mlos::CollectiveGroups::instance().set_store(resources, nullptr);
       return static_cast<int>(MLOS_OK);
     }
-    if (store->struct_size < MLOS_COLLECTIVE_STORE_SIZE_V1) {
-      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "mlos_collective_store_t.struct_size is " +
-                                                                    std::to_string(store->struct_size)));
-    }
     // Only the fields the caller's struct has; the later ones stay NULL.
-    mlos_collective_store_t callbacks{};
-    std::memcpy(&callbacks, store, std::min<size_t>(store->struct_size, sizeof callbacks));
+    auto given = mlos::api::read_versioned(store);
+    if (!given) return record_error(given.error());
+    const mlos_collective_store_t callbacks = *given;
     if (!callbacks.set || !callbacks.get || !callbacks.wait) {
       return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "the store needs set, get and wait callbacks"));
     }
@@ -236,10 +234,9 @@ int mlos_training_set_collective_options(mlos_training_resources_t* resources,
     if (!find_job(resources)) return mlos_last_error();
     mlos::collectives::GroupOverrides o;
     if (options != nullptr) {
-      if (options->struct_size < sizeof(mlos_collective_options_t)) {
-        return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "mlos_collective_options_t.struct_size is " +
-                                                                      std::to_string(options->struct_size)));
-      }
+      auto given = mlos::api::read_versioned(options);
+      if (!given) return record_error(given.error());
+      options = &*given;
       o.timeout = std::chrono::milliseconds(options->timeout_ms);
       if (options->group != nullptr) {
         o.prefix = options->group;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "api/handle_table.h"
 #include "dataload/batch_layout.h"
 #include "dataload/loader_client.h"
@@ -118,10 +119,9 @@ int mlos_dataload_start(mlos_training_resources_t* resources, const mlos_dataloa
                         mlos_dataload_t** loader) {
   return guarded([&]() -> int {
     if (!options || !loader) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "options and loader must not be NULL"));
-    if (options->struct_size < sizeof(mlos_dataload_options_t)) {
-      return fail(make_error(MLOS_ERR_VERSION_MISMATCH, "options.struct_size is smaller than the first version"));
-    }
-    const mlos_dataload_options_t o = *options;
+    auto given = read_versioned(options);
+    if (!given) return fail(given.error());
+    const mlos_dataload_options_t o = *given;
     std::shared_ptr<Job> job;
     if (resources && !(job = find_job(resources))) return mlos_last_error();
     if (Status s = check_options(o); !s) return fail(s.error());
@@ -197,7 +197,7 @@ int mlos_dataload_get_info(mlos_dataload_t* loader, mlos_dataload_info_t* info) 
     out.workers = s.workers;
     out.slots = static_cast<uint32_t>(e.slots.size());
     out.helper_pid = e.client->pid();
-    return fill_versioned(info, out, sizeof(mlos_dataload_info_t));
+    return fill_versioned(info, out);
   });
 }
 
@@ -243,7 +243,7 @@ int mlos_dataload_get_stats(mlos_dataload_t* loader, mlos_dataload_stats_t* stat
     out.active_workers = e.client->batches() ? e.client->active_workers() : s.workers;
     out.batches = e.client->batches();
     out.wait_ns = e.client->wait_ns();
-    return fill_versioned(stats, out, sizeof(mlos_dataload_stats_t));
+    return fill_versioned(stats, out);
   });
 }
 

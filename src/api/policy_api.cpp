@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "core/utf8.h"
 #include "mlos/training.h"
 
@@ -22,8 +23,6 @@ using mlos::api::fill_versioned;
 using mlos::api::find_job;
 using mlos::api::guarded;
 
-constexpr size_t kAdviceV1Size = offsetof(mlos_training_advice_t, policies_failed) + sizeof(int);
-static_assert(kAdviceV1Size <= sizeof(mlos_training_advice_t));
 
 // The policy name, or INVALID_ARGUMENT (recorded) when it is NULL, empty
 // or not UTF-8 (it travels in JSON, which carries only UTF-8).
@@ -77,11 +76,8 @@ int mlos_training_get_advice(mlos_training_resources_t* resources, mlos_training
     auto job = find_job(resources);
     if (!job) return mlos_last_error();
     if (advice == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "advice is NULL"));
-    if (advice->struct_size < kAdviceV1Size) {
-      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH,
-                                     "struct_size " + std::to_string(advice->struct_size) +
-                                         " is smaller than the first version (" + std::to_string(kAdviceV1Size) +
-                                         "); set it to sizeof(mlos_training_advice_t)"));
+    if (mlos::Status s = mlos::api::check_struct_size<mlos_training_advice_t>(advice->struct_size); !s) {
+      return record_error(s.error());
     }
     auto a = job->advice();
     if (!a) return record_error(a.error());
@@ -91,7 +87,7 @@ int mlos_training_get_advice(mlos_training_resources_t* resources, mlos_training
     out.cpu_weight = a->cpu_weight;
     out.policies = static_cast<int>(a->policies.size());
     out.policies_failed = static_cast<int>(a->failed.size());
-    return fill_versioned(advice, out, kAdviceV1Size);
+    return fill_versioned(advice, out);
   });
 }
 

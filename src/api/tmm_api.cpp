@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "api/handle_table.h"
 #include "mlos/tmm.h"
 #include "os/memory_arena.h"
@@ -116,9 +117,6 @@ Status check_options(const mlos_tmm_pool_options_t& o) {
   return Status::Ok();
 }
 
-// The first version of mlos_tmm_pool_options_t and mlos_tmm_stats_t.
-constexpr size_t kOptionsV1 = sizeof(mlos_tmm_pool_options_t);
-constexpr size_t kStatsV1 = sizeof(mlos_tmm_stats_t);
 
 }  // namespace
 }  // namespace mlos::api
@@ -132,11 +130,9 @@ int mlos_tmm_pool_create(mlos_training_resources_t* resources, const mlos_tmm_po
                          mlos_tmm_pool_t** pool) {
   return guarded([&]() -> int {
     if (!options || !pool) return fail(make_error(MLOS_ERR_INVALID_ARGUMENT, "options and pool must not be NULL"));
-    if (options->struct_size < kOptionsV1) {
-      return fail(make_error(MLOS_ERR_VERSION_MISMATCH, "options.struct_size " + std::to_string(options->struct_size) +
-                                                            " is smaller than the first version; set it to sizeof"));
-    }
-    mlos_tmm_pool_options_t o = *options;
+    auto given = read_versioned(options);
+    if (!given) return fail(given.error());
+    mlos_tmm_pool_options_t o = *given;
     std::shared_ptr<Job> job;
     if (resources && !(job = find_job(resources))) return mlos_last_error();
     if (Status s = check_options(o); !s) return fail(s.error());
@@ -232,7 +228,7 @@ int mlos_tmm_get_stats(mlos_tmm_pool_t* pool, mlos_tmm_stats_t* stats) {
     out.locked_bytes = s.locked_bytes;
     out.huge_bytes = s.huge_bytes;
     out.remote_node_pages = s.remote_node_pages;
-    return fill_versioned(stats, out, kStatsV1);
+    return fill_versioned(stats, out);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/api_guard.h"
+#include "api/versioned_struct.h"
 #include "api/collective_groups.h"
 #include "api/engine_select.h"
 #include "api/handle_registry.h"
@@ -29,22 +30,14 @@ using mlos::record_error;
 
 namespace {
 
+using mlos::api::check_struct_size;
 using mlos::api::fill_versioned;
+using mlos::api::read_versioned;
 using mlos::api::find_job;
 using mlos::api::guarded;
 using mlos::api::invalid_handle;
 using mlos::api::raw_enum;
 
-// First-version sizes, fixed by their last v1 field: fields added later
-// must not raise them, or every v1 caller would get VERSION_MISMATCH.
-constexpr size_t kPlacementV1Size = offsetof(mlos_training_placement_t, bound_threads) + sizeof(int);
-constexpr size_t kProfileV1Size = offsetof(mlos_training_phase_profile_t, os_updates) + sizeof(uint64_t);
-constexpr size_t kOptionsV1Size = offsetof(mlos_training_request_options_t, label) + sizeof(const char*);
-static_assert(kPlacementV1Size <= sizeof(mlos_training_placement_t));
-static_assert(kProfileV1Size <= sizeof(mlos_training_phase_profile_t));
-static_assert(kOptionsV1Size <= sizeof(mlos_training_request_options_t));
-// Options with GPUs (a v1 caller's struct ends before them).
-constexpr size_t kOptionsGpuSize = offsetof(mlos_training_request_options_t, gpu_uuids) + sizeof(const char*);
 constexpr uint32_t kKnownRequestFlags =
     MLOS_REQUEST_STRICT_MEMBIND | MLOS_REQUEST_SINGLE_NODE | MLOS_REQUEST_SHARED_GPUS;
 
@@ -89,9 +82,10 @@ int mlos_training_request_resources_ex(const mlos_training_resource_request_t* r
     cr.placement.exclusive = request->exclusive_cpus;
     cr.priority = request->priority;
     if (options != nullptr) {
-      if (options->struct_size < kOptionsV1Size) {
-        return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "options struct_size too small"));
-      }
+      // A first-version caller's struct ends before the GPU fields: they read as 0 / NULL.
+      auto given = read_versioned(options);
+      if (!given) return record_error(given.error());
+      options = &*given;
       if (options->flags & ~kKnownRequestFlags) {
         return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown request option flags"));
       }
@@ -99,14 +93,12 @@ int mlos_training_request_resources_ex(const mlos_training_resource_request_t* r
       cr.placement.single_node = options->flags & MLOS_REQUEST_SINGLE_NODE;
       if (options->label != nullptr) cr.label = options->label;
       cr.placement.gpus.exclusive = !(options->flags & MLOS_REQUEST_SHARED_GPUS);
-      if (options->struct_size >= kOptionsGpuSize) {
-        if (options->num_gpus < 0) {
-          return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT,
-                                         "num_gpus must be >= 0, got " + std::to_string(options->num_gpus)));
-        }
-        cr.placement.gpus.count = options->num_gpus;
-        if (options->gpu_uuids != nullptr) cr.placement.gpus.uuids = mlos::split_comma_list(options->gpu_uuids);
+      if (options->num_gpus < 0) {
+        return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT,
+                                       "num_gpus must be >= 0, got " + std::to_string(options->num_gpus)));
       }
+      cr.placement.gpus.count = options->num_gpus;
+      if (options->gpu_uuids != nullptr) cr.placement.gpus.uuids = mlos::split_comma_list(options->gpu_uuids);
     }
     // Before any engine exists: a local rank's share becomes the process's
     // affinity, which both engines take as its bound.
@@ -190,12 +182,9 @@ int mlos_training_set_memory_thresholds(mlos_training_resources_t* resources,
     auto job = find_job(resources);
     if (!job) return mlos_last_error();
     if (!thresholds) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "thresholds is NULL"));
-    // Every field of the first version is required.
-    if (thresholds->struct_size < sizeof(mlos_memory_thresholds_t)) {
-      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "struct_size " +
-                                                                    std::to_string(thresholds->struct_size) +
-                                                                    " is smaller than mlos_memory_thresholds_t"));
-    }
+    auto given = read_versioned(thresholds);
+    if (!given) return record_error(given.error());
+    thresholds = &*given;
     mlos::MemoryThresholds t;
     t.moderate_headroom = thresholds->moderate_headroom_percent / 100.0;
     t.critical_headroom = thresholds->critical_headroom_percent / 100.0;
@@ -213,9 +202,8 @@ int mlos_training_get_memory_pressure(mlos_training_resources_t* resources, mlos
     auto job = find_job(resources);
     if (!job) return mlos_last_error();
     if (!info) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "info is NULL"));
-    if (info->struct_size < offsetof(mlos_memory_pressure_info_t, psi_full_avg10)) {
-      return record_error(make_error(MLOS_ERR_VERSION_MISMATCH, "struct_size " + std::to_string(info->struct_size) +
-                                                                    " is smaller than the first version"));
+    if (mlos::Status s = check_struct_size<mlos_memory_pressure_info_t>(info->struct_size); !s) {
+      return record_error(s.error());
     }
     auto report = job->memory_pressure();
     if (!report) return record_error(report.error());
@@ -296,7 +284,7 @@ int mlos_training_get_placement(const mlos_training_resources_t* resources, mlos
     p.degraded_effects = snap->degraded;
     p.claim_id = snap->claim_id;
     p.bound_threads = snap->bound_threads;
-    return fill_versioned(placement, p, kPlacementV1Size);
+    return fill_versioned(placement, p);
   });
 }
 
@@ -349,7 +337,7 @@ int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
     p.communication_seconds = static_cast<double>(comm.nanoseconds) / 1e9;
     p.collective_calls = comm.calls;
     p.collective_bytes = comm.bytes;
-    return fill_versioned(profile, p, kProfileV1Size);
+    return fill_versioned(profile, p);
   });
 }
 

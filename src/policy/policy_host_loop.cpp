@@ -256,19 +256,24 @@ int PolicyHostLoop::read_log(void* ctx, uint64_t job, mlos_policy_read_t* out, s
 
 int PolicyHostLoop::read_plan(void* ctx, uint64_t job, mlos_policy_plan_t* out) {
   PolicyHostLoop* me = self(ctx);
-  if (out == nullptr || out->struct_size < sizeof(mlos_policy_plan_t)) return MLOS_ERR_INVALID_ARGUMENT;
+  if (out == nullptr || out->struct_size < MLOS_POLICY_PLAN_SIZE_V1) return MLOS_ERR_INVALID_ARGUMENT;
   if (!me->jobs_.count(job)) return MLOS_ERR_NOT_FOUND;
   auto it = me->reads_.find(job);
   if (it == me->reads_.end()) return MLOS_ERR_UNSUPPORTED;
   me->reads_used_ = true;
   const EventReads& e = it->second;
-  out->struct_size = sizeof *out;
-  out->generation = e.log.plan.generation;
-  out->position = e.log.plan.position;
-  out->total = e.log.plan.total;
-  out->count = e.plan_paths.size();
-  out->paths = e.plan_paths.data();
-  out->sizes = e.log.plan.sizes.data();
+  mlos_policy_plan_t plan{};
+  plan.generation = e.log.plan.generation;
+  plan.position = e.log.plan.position;
+  plan.total = e.log.plan.total;
+  plan.count = e.plan_paths.size();
+  plan.paths = e.plan_paths.data();
+  plan.sizes = e.log.plan.sizes.data();
+  // Only the prefix the policy's struct has (a policy built before a field
+  // was added passes a smaller struct); struct_size says what was filled.
+  const size_t size = out->struct_size < sizeof plan ? out->struct_size : sizeof plan;
+  plan.struct_size = static_cast<uint32_t>(size);
+  std::memcpy(static_cast<void*>(out), &plan, size);
   return MLOS_OK;
 }
 

@@ -3,10 +3,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace mlos::policy {
 
-Result<const mlos_policy_t*> load_policy_module(const std::string& path, const std::string& expected_name,
-                                                int module_fd) {
+Result<mlos_policy_t> load_policy_module(const std::string& path, const std::string& expected_name,
+                                         int module_fd) {
   const std::string open_as = module_fd >= 0 ? "/proc/self/fd/" + std::to_string(module_fd) : path;
   dlerror();
   void* handle = dlopen(open_as.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -27,12 +30,16 @@ Result<const mlos_policy_t*> load_policy_module(const std::string& path, const s
                                                      std::to_string(p->abi_version) + ", this host speaks " +
                                                      std::to_string(MLOS_POLICY_ABI_VERSION));
   }
-  if (p->struct_size < sizeof(mlos_policy_t)) {
+  if (p->struct_size < MLOS_POLICY_SIZE_V1) {
     return make_error(MLOS_ERR_VERSION_MISMATCH, path + ": its mlos_policy_t is " + std::to_string(p->struct_size) +
-                                                     " bytes, this host's is " +
-                                                     std::to_string(sizeof(mlos_policy_t)));
+                                                     " bytes, smaller than the first version's " +
+                                                     std::to_string(MLOS_POLICY_SIZE_V1));
   }
-  const std::string name = p->name != nullptr ? p->name : "";
+  // Its prefix; fields a module built before them lacks stay NULL / 0.
+  mlos_policy_t policy{};
+  std::memcpy(static_cast<void*>(&policy), p, std::min<size_t>(p->struct_size, sizeof policy));
+  policy.struct_size = sizeof policy;
+  const std::string name = policy.name != nullptr ? policy.name : "";
   if (!valid_policy_name(name)) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": policy name '" + name.substr(0, 64) +
                                                      "' is not [a-z0-9-]{1,63}");
@@ -41,8 +48,8 @@ Result<const mlos_policy_t*> load_policy_module(const std::string& path, const s
     return make_error(MLOS_ERR_INVALID_ARGUMENT, path + " calls itself '" + name + "', which clashes with its file name ('" +
                                                      expected_name + "')");
   }
-  if (p->init == nullptr) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": policy '" + name + "' has no init");
-  return p;
+  if (policy.init == nullptr) return make_error(MLOS_ERR_INVALID_ARGUMENT, path + ": policy '" + name + "' has no init");
+  return policy;
 }
 
 PolicyInfo describe(const mlos_policy_t& policy) {

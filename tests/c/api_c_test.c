@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0, passes = 0;
+#include "c_expect.h"
+
 
 /* A caller store that must never be called here (no collective runs). */
 static int store_set(void* u, const char* k, const void* v, size_t n) {
@@ -36,15 +37,6 @@ static int store_compare_set(void* u, const char* k, const void* e, size_t en, c
 }
 static int store_releases = 0;
 static void store_release(void* u) { (void)u, ++store_releases; }
-#define EXPECT(cond)                                                  \
-  do {                                                                \
-    if (cond) {                                                       \
-      ++passes;                                                       \
-    } else {                                                          \
-      ++failures;                                                     \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                 \
-  } while (0)
 
 int main(void) {
   mlos_training_resource_request_t req = {

@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
   module.reset();  // mapped now: the descriptor is not needed
   if (!loaded) return refuse(fd, loaded.error());
   if (describe_only) {
-    std::cout << policy::describe(**loaded).to_json().dump(2) << std::endl;
+    std::cout << policy::describe(*loaded).to_json().dump(2) << std::endl;
     return 0;
   }
   if (mlos::Status s = os::lock_down_syscalls(); !s) return refuse(fd, s.error());
-  return policy::PolicyHostLoop(*loaded, fd).run();
+  return policy::PolicyHostLoop(&*loaded, fd).run();
 }
