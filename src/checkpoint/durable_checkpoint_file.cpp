@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <functional>
 
 #include "checkpoint/checkpoint_directory.h"
 #include "checkpoint/checkpoint_format.h"
 #include "checkpoint/checkpoint_names.h"
+#include "os/durable_commit.h"
 #include "os/unique_fd.h"
 
 namespace mlos::checkpoint {
@@ -22,78 +22,30 @@ namespace {
 // write read it from cache, large enough that system calls cost nothing.
 constexpr size_t kWriteChunk = 1 << 20;
 
-Error io_error(int err, const std::string& what) { return make_sys_error(err, what, MLOS_ERR_IO); }
-
-// Writes all of [data, data+size), or returns the errno of the failing call.
-int write_all(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return EIO;  // write(2) never returns 0 for a regular file with size > 0
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 }  // namespace
-
-static Status commit_file_durably(const std::string& dir, int dir_fd, const std::string& tmp, const std::string& final_path,
-                                  const std::function<Status(int fd)>& fill) {
-  os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd.valid()) return io_error(errno, "cannot create " + tmp);
-  auto discard = [&](int err, const std::string& what) {
-    fd.reset();
-    ::unlink(tmp.c_str());
-    return io_error(err, what);
-  };
-  if (Status filled = fill(fd.get()); !filled) {
-    fd.reset();
-    ::unlink(tmp.c_str());
-    return filled;
-  }
-  // fdatasync covers the data and the size: all a new file needs. Once only.
-  if (::fdatasync(fd.get()) != 0) return discard(errno, "fdatasync of " + tmp + " failed; not retried");
-  // close(2) can report a deferred write error (NFS); its fd is gone either way.
-  if (::close(fd.release()) != 0) return discard(errno, "close of " + tmp);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    return discard(errno, "cannot rename " + tmp + " to " + final_path);
-  }
-  if (::fsync(dir_fd) != 0) {
-    const int err = errno;
-    // The rename may or may not reach the disk; take it back so that what
-    // readers see now matches the failure reported.
-    ::unlink(final_path.c_str());
-    return io_error(err, "fsync of directory " + dir + " after renaming " + final_path + " failed; not retried");
-  }
-  return Status::Ok();
-}
 
 Status write_checkpoint_file(const std::string& dir, int dir_fd, std::string_view prefix, uint64_t sequence,
                              const void* data, size_t size) {
   const std::string tmp = path_in(dir, temp_name(prefix, sequence));
-  return commit_file_durably(dir, dir_fd, tmp, path_in(dir, final_name(prefix, sequence)), [&](int fd) -> Status {
+  auto fill = [&](int fd) -> Status {
     PayloadHasher hasher;
     const auto* bytes = static_cast<const unsigned char*>(data);
     for (size_t off = 0; off < size; off += kWriteChunk) {
       const size_t n = std::min(kWriteChunk, size - off);
       hasher.update(bytes + off, n);
-      if (int err = write_all(fd, bytes + off, n)) return io_error(err, "cannot write " + tmp);
+      if (Status s = os::write_all(fd, bytes + off, n, "cannot write " + tmp); !s) return s;
     }
     Footer footer;
     footer.payload_length = size;
     footer.sequence = sequence;
     footer.payload_hash = hasher.digest();
     const FooterBytes footer_bytes = encode_footer(footer);
-    if (int err = write_all(fd, footer_bytes.data(), footer_bytes.size())) {
-      return io_error(err, "cannot write the footer of " + tmp);
-    }
-    return Status::Ok();
-  });
+    return os::write_all(fd, footer_bytes.data(), footer_bytes.size(), "cannot write the footer of " + tmp);
+  };
+  // A fresh name: a failed directory sync takes the new checkpoint back, so
+  // the newest one readers see is the previous one, as the error says.
+  return os::commit_file_durably(dir, dir_fd, tmp, path_in(dir, final_name(prefix, sequence)), fill,
+                                 os::OnDirectorySyncFailure::kUnlinkNewFile);
 }
 
 Status write_file_durably(const std::string& path, const void* data, size_t size) {
@@ -111,15 +63,18 @@ Status write_file_durably(const std::string& path, const void* data, size_t size
   static std::atomic<uint64_t> attempt{0};
   const std::string tmp =
       path + ".mlos-tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt.fetch_add(1));
-  return commit_file_durably(dir, dir_fd.get(), tmp, path, [&](int fd) -> Status {
+  auto fill = [&](int fd) -> Status {
     const auto* bytes = static_cast<const unsigned char*>(data);
     for (size_t off = 0; off < size; off += kWriteChunk) {
-      if (int err = write_all(fd, bytes + off, std::min(kWriteChunk, size - off))) {
-        return io_error(err, "cannot write " + tmp);
+      if (Status s = os::write_all(fd, bytes + off, std::min(kWriteChunk, size - off), "cannot write " + tmp); !s) {
+        return s;
       }
     }
     return Status::Ok();
-  });
+  };
+  // As documented (checkpoint.h): a failed directory sync takes the file
+  // back, so nothing of a write reported failed stays visible.
+  return os::commit_file_durably(dir, dir_fd.get(), tmp, path, fill, os::OnDirectorySyncFailure::kUnlinkNewFile);
 }
 
 }  // namespace mlos::checkpoint

@@ -2,9 +2,10 @@
 // Writes one checkpoint file so that a crash at any moment leaves either no
 // new file or the complete new one, never a torn one.
 //
-// Protocol: create "<final>.tmp" in the same directory (O_EXCL, O_NOFOLLOW),
-// write the payload and the footer (looping over short writes and EINTR),
-// fdatasync it, close it, rename it to its final name, fsync the directory.
+// Protocol (os/durable_commit.h, shared with mlosd's state files): create
+// "<final>.tmp" in the same directory (O_EXCL, O_NOFOLLOW), write the
+// payload and the footer (looping over short writes and EINTR), fdatasync
+// it, close it, rename it to its final name, fsync the directory.
 //
 // Failures are MLOS_ERR_IO with the errno (ENOSPC, EIO, ...), and nothing of
 // the failed save stays visible: the temporary is unlinked, and if only the

@@ -6,18 +6,10 @@
 
 #include <cerrno>
 
+#include "os/durable_commit.h"
 #include "os/unique_fd.h"
 
 namespace mlos::os {
-
-namespace {
-
-Error discard(const std::string& tmp, int err, const std::string& what) {
-  unlink(tmp.c_str());
-  return make_sys_error(err, what);
-}
-
-}  // namespace
 
 Result<std::optional<std::string>> read_whole_file(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -37,24 +29,19 @@ Result<std::optional<std::string>> read_whole_file(const std::string& path) {
 }
 
 Status replace_file_durably(const std::string& dir, const std::string& path, const std::string& data) {
+  // The directory is opened first: without it the rename could not be made
+  // durable, and a state file that is not durable is an error, not a skip.
+  UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid()) return make_sys_error(errno, "cannot open the directory " + dir, MLOS_ERR_IO);
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (raw < 0 && errno == EEXIST && unlink(tmp.c_str()) == 0) {
-    raw = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  UniqueFd fd(raw);
-  if (fd.get() < 0) return make_sys_error(errno, "cannot create " + tmp);
-  for (size_t done = 0; done < data.size();) {
-    ssize_t n = write(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return discard(tmp, errno, "cannot write " + tmp);
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd.get()) != 0) return discard(tmp, errno, "fsync of " + tmp);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return discard(tmp, errno, "cannot rename " + tmp + " to " + path);
-  UniqueFd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() >= 0 && fsync(dfd.get()) != 0) return make_sys_error(errno, "fsync of directory " + dir);
-  return Status::Ok();
+  // One left by a process that had this pid and died mid-write.
+  if (unlink(tmp.c_str()) != 0 && errno != ENOENT) return make_sys_error(errno, "cannot remove " + tmp, MLOS_ERR_IO);
+  // Replaced in place: after the rename the old content is gone, so a
+  // failed directory sync keeps the new file (and reports the failure).
+  return commit_file_durably(
+      dir, dir_fd.get(), tmp, path,
+      [&](int fd) { return write_all(fd, data.data(), data.size(), "cannot write " + tmp); },
+      OnDirectorySyncFailure::kKeepNewFile);
 }
 
 }  // namespace mlos::os
