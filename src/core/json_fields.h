@@ -2,6 +2,7 @@
 // Strict reading of JSON numbers shared by every on-disk and on-wire format.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,28 @@ inline int int_in_range(const nlohmann::json& v, const std::string& name, int lo
     throw std::invalid_argument(name + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
   return static_cast<int>(value);
+}
+
+// a[key] as an int, `fallback` when absent; std::invalid_argument naming
+// the key for anything else: no fraction, bool or out-of-range value is
+// converted.
+inline int optional_int_field(const nlohmann::json& a, const char* key, int fallback) {
+  const auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  const bool fits = it->is_number_unsigned() ? it->get<uint64_t>() <= uint64_t{INT_MAX}
+                                             : it->is_number_integer() && it->get<int64_t>() >= INT_MIN &&
+                                                   it->get<int64_t>() <= INT_MAX;
+  if (!fits) throw std::invalid_argument(std::string(key) + " must be an integer, got " + it->dump());
+  return it->get<int>();
+}
+
+// a[key] as a bool, false when absent; std::invalid_argument naming the
+// key for anything but true or false.
+inline bool optional_bool_field(const nlohmann::json& a, const char* key) {
+  const auto it = a.find(key);
+  if (it == a.end()) return false;
+  if (!it->is_boolean()) throw std::invalid_argument(std::string(key) + " must be true or false, got " + it->dump());
+  return it->get<bool>();
 }
 
 }  // namespace mlos

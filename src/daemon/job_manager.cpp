@@ -2,7 +2,6 @@
 #include "daemon/job_manager.h"
 
 #include <algorithm>
-#include <climits>
 #include <set>
 
 #include "core/json_fields.h"
@@ -13,133 +12,13 @@
 #include "daemon/job_origin.h"
 #include "os/log_sink.h"
 #include "os/memory_sources.h"
+#include "protocol/grant.h"
 
 namespace mlos::daemon {
 
 namespace {
 
 using nlohmann::json;
-
-const std::set<std::string>& request_keys() {
-  static const std::set<std::string> keys{"op",       "id",          "num_cpus",      "memory_bytes",
-                                          "numa_preference", "exclusive", "priority", "label",
-                                          "single_node", "strict_membind", "page_fd", "envelope", "dry_run",
-                                          "allowed_cpus", "policies", "num_gpus", "gpu_uuids",
-                                          "exclusive_gpus", "cuda_visible_devices", "gpu_share_file"};
-  return keys;
-}
-
-// a[key] as an int (`fallback` if absent); std::invalid_argument naming the
-// key for anything else: no fraction, bool or out-of-range value is converted.
-int int_field(const json& a, const char* key, int fallback) {
-  const auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  const bool fits = it->is_number_unsigned() ? it->get<uint64_t>() <= uint64_t{INT_MAX}
-                                             : it->is_number_integer() && it->get<int64_t>() >= INT_MIN &&
-                                                   it->get<int64_t>() <= INT_MAX;
-  if (!fits) throw std::invalid_argument(std::string(key) + " must be an integer, got " + it->dump());
-  return it->get<int>();
-}
-
-bool bool_field(const json& a, const char* key) {
-  const auto it = a.find(key);
-  if (it == a.end()) return false;
-  if (!it->is_boolean()) throw std::invalid_argument(std::string(key) + " must be true or false, got " + it->dump());
-  return it->get<bool>();
-}
-
-// Reads the request's fields strictly: a wrong type or an unknown key is
-// INVALID_ARGUMENT naming it (a client bug must not be half-understood).
-// The request's fields that are not placement.
-struct RequestExtras {
-  int priority = 0;
-  std::string label;
-  int page_fd = -1;
-  bool envelope = false;  // `mlos run`'s claim for a command (JobRecord::envelope)
-  bool dry_run = false;   // plan only: nothing is granted or booked
-  // The requester's own CPUs (its affinity), an outer bound of its
-  // placement; nullopt: not given (any of the node's).
-  std::optional<CpuSet> allowed;
-  // Policy modules to attach, by name, with the job's config for each.
-  json policies = json::object();
-  // The requester's CUDA_VISIBLE_DEVICES, when set: the GPUs it may claim.
-  std::optional<std::string> cuda_visible_devices;
-  // The GPU share file of an envelope with GPU limits (absolute path).
-  std::string gpu_share_file;
-};
-
-Result<PlacementRequest> parse_placement(const json& a, RequestExtras* x) {
-  try {
-    if (!a.is_object()) throw std::invalid_argument("arguments must be a JSON object");
-    for (const auto& [key, value] : a.items()) {
-      if (!request_keys().count(key)) throw std::invalid_argument("unknown field '" + key + "'");
-    }
-    PlacementRequest r;
-    r.num_cpus = int_field(a, "num_cpus", 1);
-    r.memory_bytes = a.contains("memory_bytes") ? non_negative_field(a, "memory_bytes") : 0;
-    r.numa_preference = int_field(a, "numa_preference", -1);
-    r.exclusive = bool_field(a, "exclusive");
-    r.single_node = bool_field(a, "single_node");
-    r.strict_membind = bool_field(a, "strict_membind");
-    r.gpus.count = int_field(a, "num_gpus", 0);
-    if (r.gpus.count < 0) throw std::invalid_argument("num_gpus < 0");
-    if (a.contains("gpu_uuids")) {
-      const json& u = a["gpu_uuids"];
-      if (!u.is_array()) throw std::invalid_argument("gpu_uuids must be an array of GPU UUID strings");
-      for (const auto& item : u) {
-        if (!item.is_string() || item.get<std::string>().empty() || item.get<std::string>().size() > 96) {
-          throw std::invalid_argument("gpu_uuids must hold GPU UUID strings (1-96 bytes), got " + item.dump());
-        }
-        r.gpus.uuids.push_back(item.get<std::string>());
-      }
-      if (r.gpus.uuids.size() > 64) throw std::invalid_argument("gpu_uuids names more than 64 GPUs");
-    }
-    r.gpus.exclusive = !a.contains("exclusive_gpus") || bool_field(a, "exclusive_gpus");
-    if (a.contains("cuda_visible_devices")) {
-      if (!a["cuda_visible_devices"].is_string() || a["cuda_visible_devices"].get<std::string>().size() > 4096) {
-        throw std::invalid_argument("cuda_visible_devices must be a string (at most 4096 bytes)");
-      }
-      x->cuda_visible_devices = a["cuda_visible_devices"].get<std::string>();
-    }
-    if (a.contains("gpu_share_file")) {
-      const json& f = a["gpu_share_file"];
-      if (!f.is_string() || f.get<std::string>().empty() || f.get<std::string>()[0] != '/' ||
-          f.get<std::string>().size() > 4096) {
-        throw std::invalid_argument("gpu_share_file must be an absolute path (at most 4096 bytes)");
-      }
-      x->gpu_share_file = f.get<std::string>();
-    }
-    x->priority = int_field(a, "priority", 0);
-    if (a.contains("label") && !a["label"].is_string()) throw std::invalid_argument("label must be a string");
-    x->label = a.value("label", std::string());
-    x->page_fd = int_field(a, "page_fd", -1);
-    x->envelope = bool_field(a, "envelope");
-    x->dry_run = bool_field(a, "dry_run");
-    if (a.contains("policies")) {
-      const json& p = a["policies"];
-      if (!p.is_object()) throw std::invalid_argument("policies must be an object of policy name -> config object");
-      for (const auto& [name, config] : p.items()) {
-        if (!config.is_object()) throw std::invalid_argument("the config of policy " + name + " must be an object");
-      }
-      x->policies = p;
-    }
-    if (a.contains("allowed_cpus")) {
-      if (!a["allowed_cpus"].is_string()) throw std::invalid_argument("allowed_cpus must be a CPU list string");
-      auto set = CpuSet::parse_list(a["allowed_cpus"].get<std::string>());
-      if (!set || set->empty()) throw std::invalid_argument("allowed_cpus is not a non-empty CPU list");
-      x->allowed = *set;
-    }
-    if (x->priority < MLOS_PRIORITY_MIN || x->priority > MLOS_PRIORITY_MAX) {
-      throw std::invalid_argument("priority " + std::to_string(x->priority) + " outside [" +
-                                  std::to_string(MLOS_PRIORITY_MIN) + ", " + std::to_string(MLOS_PRIORITY_MAX) + "]");
-    }
-    if (x->label.size() > 128) throw std::invalid_argument("label longer than 128 bytes");
-    if (x->page_fd < -1) throw std::invalid_argument("page_fd < -1");
-    return r;
-  } catch (const std::exception& e) {
-    return make_error(MLOS_ERR_INVALID_ARGUMENT, std::string("request: ") + e.what());
-  }
-}
 
 CpuSet node_set(const std::vector<int>& nodes) {
   CpuSet s;
@@ -551,9 +430,10 @@ void JobManager::refresh_cgroup(Live& j) {
 }
 
 Result<json> JobManager::request(const os::PeerCredentials& peer, const json& args, os::UniqueFd page) {
-  RequestExtras x;
-  auto req = parse_placement(args, &x);
-  if (!req) return req.error();
+  auto asked = protocol::decode_grant_request(args);
+  if (!asked) return asked.error();
+  protocol::GrantRequest& x = *asked;
+  PlacementRequest* req = &x.placement;
   // The job belongs to the process that connected, and only while it is
   // still that process running as that user (see JobManagerDeps).
   auto owner = d_.peer_process(peer);
@@ -614,17 +494,11 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                                                   ", the process's envelope): " + placement.error().message);
   }
   if (x.dry_run) {
-    return json{{"dry_run", true},
-                {"cpus", placement->cpu_set.to_list()},
-                {"cpu_order", placement->cpus},
-                {"mems", node_set(placement->nodes).to_list()},
-                {"nodes", placement->nodes},
-                {"primary_node", placement->primary_node},
-                {"memory_policy", static_cast<int>(placement->memory_policy)},
-                {"physical_cores", placement->physical_cores},
-                {"gpus", placement->gpus},
-                {"gpu_note", placement->gpu_note},
-                {"nested_in", nested ? json(envelope->record.id) : json(nullptr)}};
+    protocol::GrantReply plan;
+    plan.placement = *placement;
+    plan.dry_run = true;
+    if (nested) plan.nested_in = envelope->record.id;
+    return protocol::encode_grant_reply(plan);
   }
 
   Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
@@ -745,20 +619,15 @@ Result<json> JobManager::finish_grant(uint64_t id, const Placement& placement, c
                   live.record.cpus.to_list() + " to pid " + std::to_string(live.record.owner.pid),
               fields);
   }
-  json reply{{"job", live.record.id},
-             {"cpus", live.record.cpus.to_list()},
-             {"cpu_order", placement.cpus},
-             {"mems", live.record.mems.to_list()},
-             {"nodes", placement.nodes},
-             {"primary_node", placement.primary_node},
-             {"memory_policy", static_cast<int>(placement.memory_policy)},
-             {"physical_cores", placement.physical_cores},
-             {"gpus", live.record.gpus},
-             {"gpu_note", placement.gpu_note},
-             {"cgroup", cgroup_of(live)},
-             {"policies", policies_ ? json(policies_->policies_of(live.record.id)) : json::array()},
-             {"notes", live.notes}};
-  return reply;
+  protocol::GrantReply reply;
+  reply.placement = placement;
+  reply.placement.cpu_set = live.record.cpus;
+  reply.placement.gpus = live.record.gpus;
+  reply.job = live.record.id;
+  reply.cgroup = cgroup_of(live);
+  if (policies_) reply.policies = policies_->policies_of(live.record.id);
+  reply.notes = live.notes;
+  return protocol::encode_grant_reply(reply);
 }
 
 void JobManager::reconfigure(Reconfigurable settings) {
@@ -1024,7 +893,7 @@ Result<json> JobManager::watch_memory(const os::PeerCredentials& peer, const jso
       }
     }
     id = non_negative_field(args, "job");
-    owner_fd = int_field(args, "event_fd", -1);
+    owner_fd = optional_int_field(args, "event_fd", -1);
     if (owner_fd < 0) throw std::invalid_argument("event_fd must be the caller's number of the eventfd it passes");
     thresholds = args.value("thresholds", json());
   } catch (const std::exception& e) {

@@ -13,33 +13,11 @@
 #include "os/monotonic_clock.h"
 #include "os/process_self.h"
 #include "os/shared_page.h"
+#include "protocol/grant.h"
 
 namespace mlos {
 
-namespace {
-
 using nlohmann::json;
-
-Result<Placement> placement_from(const json& r) {
-  try {
-    Placement p;
-    p.cpus = r.at("cpu_order").get<std::vector<int>>();
-    auto set = CpuSet::parse_list(r.at("cpus").get<std::string>());
-    if (!set) return set.error();
-    p.cpu_set = *set;
-    p.nodes = r.at("nodes").get<std::vector<int>>();
-    p.primary_node = r.at("primary_node").get<int>();
-    p.memory_policy = static_cast<mlos_memory_policy_t>(r.at("memory_policy").get<int>());
-    p.physical_cores = r.at("physical_cores").get<int>();
-    p.gpus = r.value("gpus", std::vector<std::string>());
-    p.gpu_note = r.value("gpu_note", std::string());
-    return p;
-  } catch (const std::exception& e) {
-    return make_error(MLOS_ERR_VERSION_MISMATCH, std::string("mlosd's grant is not understood: ") + e.what());
-  }
-}
-
-}  // namespace
 
 DaemonClaimBroker::DaemonClaimBroker(std::string socket_path, Topology topology, CpuSet allowed)
     : path_(std::move(socket_path)), topology_(std::move(topology)), allowed_(std::move(allowed)) {}
@@ -83,53 +61,43 @@ namespace {
 
 // `allowed`: the CPUs this process may use (its affinity: taskset, Slurm,
 // or its local rank's share), the outer bound mlosd places it in.
-json request_args(const ClaimRequest& request, const CpuSet& allowed) {
-  const PlacementRequest& p = request.placement;
-  json args{{"allowed_cpus", allowed.to_list()},
-            {"num_cpus", p.num_cpus},
-            {"memory_bytes", p.memory_bytes},
-            {"numa_preference", p.numa_preference},
-            {"exclusive", p.exclusive},
-            {"single_node", p.single_node},
-            {"strict_membind", p.strict_membind},
-            {"priority", request.priority},
-            {"label", request.label},
-            {"envelope", request.envelope}};
-  // Only when asked for: a mlosd from before policy modules refuses the
-  // field, and a request without it must keep working there.
-  if (!request.policies.empty()) args["policies"] = request.policies;
-  // GPUs likewise: mlosd resolves CUDA_VISIBLE_DEVICES against NVML's
-  // GPUs, which this process need not load.
-  if (p.gpus.wanted()) {
-    args["num_gpus"] = p.gpus.count;
-    if (!p.gpus.uuids.empty()) args["gpu_uuids"] = p.gpus.uuids;
-    args["exclusive_gpus"] = p.gpus.exclusive;
-    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) args["cuda_visible_devices"] = visible;
-    if (!request.gpu_share_file.empty()) args["gpu_share_file"] = request.gpu_share_file;
-  }
-  return args;
+protocol::GrantRequest grant_request(const ClaimRequest& request, const CpuSet& allowed) {
+  protocol::GrantRequest g;
+  g.placement = request.placement;
+  g.priority = request.priority;
+  g.label = request.label;
+  g.envelope = request.envelope;
+  g.allowed = allowed;
+  g.policies = request.policies;
+  // mlosd resolves CUDA_VISIBLE_DEVICES against NVML's GPUs, which this
+  // process need not load (sent only with GPUs asked for).
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) g.cuda_visible_devices = visible;
+  g.gpu_share_file = request.gpu_share_file;
+  return g;
 }
 
 }  // namespace
 
 Result<Placement> DaemonClaimBroker::plan(const ClaimRequest& request) {
-  json args = request_args(request, allowed_);
-  args["dry_run"] = true;
-  auto reply = call("request", args, -1);
+  protocol::GrantRequest asked = grant_request(request, allowed_);
+  asked.dry_run = true;
+  auto reply = call("request", protocol::encode_grant_request(asked), -1);
   if (!reply) return reply.error();
-  return placement_from(*reply);
+  auto planned = protocol::decode_grant_reply(*reply);
+  if (!planned) return planned.error();
+  return std::move(planned->placement);
 }
 
 Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
   std::shared_ptr<PagePhaseSink> sink;
-  json args = request_args(request, allowed_);
+  protocol::GrantRequest asked = grant_request(request, allowed_);
   if (!request.envelope) {
     auto page = os::SharedPage::create("mlos-phase");
     if (!page) return page.error();
     sink = std::make_shared<PagePhaseSink>(std::move(*page), os::monotonic_ns());
-    args["page_fd"] = sink->fd();
+    asked.page_fd = sink->fd();
   }
-  auto reply = call("request", args, sink ? sink->fd() : -1);
+  auto reply = call("request", protocol::encode_grant_request(asked), sink ? sink->fd() : -1);
   if (!reply) {
     if (reply.error().code == MLOS_ERR_DAEMON_UNAVAILABLE) {
       return make_sys_error(reply.error().sys_errno,
@@ -140,23 +108,19 @@ Result<Grant> DaemonClaimBroker::acquire(const ClaimRequest& request) {
     }
     return reply.error();
   }
-  auto placement = placement_from(*reply);
-  if (!placement) return placement.error();
+  auto granted = protocol::decode_grant_reply(*reply);
+  if (!granted) return granted.error();
   Grant g;
-  g.claim_id = reply->value("job", uint64_t{0});
+  g.claim_id = granted->job;
   std::string notes;
-  for (const auto& n : reply->value("notes", json::array())) {
+  for (const std::string& n : granted->notes) {
     // The GPU note is the placement's (an affinity note of the job).
-    if (n.is_string() && n.get<std::string>() != placement->gpu_note) {
-      notes += (notes.empty() ? "" : "; ") + n.get<std::string>();
-    }
+    if (n != granted->placement.gpu_note) notes += (notes.empty() ? "" : "; ") + n;
   }
-  g.placement = std::move(*placement);
+  g.placement = std::move(granted->placement);
   g.ledger_note = notes;
   g.phase_sink = sink;
-  for (const auto& n : reply->value("policies", json::array())) {
-    if (n.is_string()) g.policies.push_back(n.get<std::string>());
-  }
+  g.policies = std::move(granted->policies);
   return g;
 }
 
