@@ -14,6 +14,7 @@
 
 #include "api/handle_registry.h"
 #include "api/last_error.h"
+#include "api/owned_handle.h"
 #include "engine/job.h"
 #include "mlos/training.h"
 #include "os/process_self.h"
@@ -52,18 +53,9 @@ inline int invalid_handle() {
 // unknown or belongs to the parent of this forked process: a child must not
 // renice, re-pin or release its parent's threads and claim.
 inline std::shared_ptr<Job> find_job(const mlos_training_resources_t* handle) {
-  auto job = HandleRegistry::instance().find(handle);
-  if (!job) {
-    invalid_handle();
-    return nullptr;
-  }
-  if (job->creator_pid() != os::self_pid()) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "handle belongs to process " +
-                                                         std::to_string(job->creator_pid()) +
-                                                         "; a forked child must request its own resources"));
-    return nullptr;
-  }
-  return job;
+  return owned_by_this_process(
+      HandleRegistry::instance().find(handle), [](const Job& job) { return job.creator_pid(); },
+      HandleKind{"resources handle", "released", "request its own resources"});
 }
 
 // The get_notes buffer contract (training.h) for `text`: *needed is its

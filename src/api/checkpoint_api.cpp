@@ -7,8 +7,9 @@
 #include <string>
 
 #include "api/api_guard.h"
-#include "api/versioned_struct.h"
 #include "api/handle_table.h"
+#include "api/owned_handle.h"
+#include "api/versioned_struct.h"
 #include "checkpoint/checkpoint_names.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
@@ -47,18 +48,9 @@ int invalid_argument(const std::string& why) { return record_error(make_error(ML
 // nullptr (last error set) for NULL, a closed or made-up handle, or a writer
 // inherited from the parent of this forked process.
 std::shared_ptr<WriterEntry> find_writer(const mlos_checkpoint_writer_t* handle) {
-  auto entry = writers().find(handle);
-  if (!entry) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, closed or unknown checkpoint writer"));
-    return nullptr;
-  }
-  if (entry->creator_pid != mlos::os::self_pid()) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "checkpoint writer belongs to process " +
-                                                         std::to_string(entry->creator_pid) +
-                                                         "; a forked child must open its own"));
-    return nullptr;
-  }
-  return entry;
+  return mlos::api::owned_by_this_process(
+      writers().find(handle), [](const WriterEntry& e) { return e.creator_pid; },
+      mlos::api::HandleKind{"checkpoint writer", "closed", "open its own"});
 }
 
 // guarded() around `body(writer)` for a live writer of this process.

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "api/api_guard.h"
-#include "api/versioned_struct.h"
 #include "api/collective_groups.h"
 #include "api/group_placement.h"
+#include "api/versioned_struct.h"
 #include "collectives/callback_store.h"
 #include "mlos/collectives.h"
 #include "mlos/training.h"

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "api/api_guard.h"
-#include "api/versioned_struct.h"
 #include "api/handle_table.h"
+#include "api/owned_handle.h"
+#include "api/versioned_struct.h"
 #include "dataload/batch_layout.h"
 #include "dataload/loader_client.h"
 #include "mlos/dataload.h"
 #include "mlos/tmm.h"
-#include "os/process_self.h"
 #include "os/install_location.h"
+#include "os/process_self.h"
 #include "tmm/size_classes.h"
 
 namespace mlos::api {
@@ -72,11 +73,9 @@ int fail(const Error& e) { return record_error(e); }
 template <class F>
 int on_loader(mlos_dataload_t* handle, F&& body) {
   return guarded([&]() -> int {
-    auto entry = loaders().find(handle);
-    if (!entry) return fail(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, stopped or unknown loader handle"));
-    if (entry->creator != os::self_pid()) {
-      return fail(make_error(MLOS_ERR_INVALID_HANDLE, "the loader belongs to process " + std::to_string(entry->creator)));
-    }
+    auto entry = owned_by_this_process(loaders().find(handle), [](const LoaderEntry& e) { return e.creator; },
+                                       HandleKind{"data loader", "stopped", "start its own"});
+    if (!entry) return mlos_last_error();
     return body(*entry);
   });
 }

@@ -2,9 +2,9 @@
 #include <string>
 
 #include "api/last_error.h"
-#include "os/log_sink.h"
 #include "mlos/errors.h"
 #include "mlos/version.h"
+#include "os/log_sink.h"
 
 namespace mlos {
 

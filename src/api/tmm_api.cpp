@@ -11,8 +11,9 @@
 #include <string>
 
 #include "api/api_guard.h"
-#include "api/versioned_struct.h"
 #include "api/handle_table.h"
+#include "api/owned_handle.h"
+#include "api/versioned_struct.h"
 #include "mlos/tmm.h"
 #include "os/memory_arena.h"
 #include "os/process_self.h"
@@ -54,18 +55,8 @@ Mappings& mappings() {
 }
 
 std::shared_ptr<PoolEntry> find_pool(const mlos_tmm_pool_t* handle) {
-  auto entry = pools().find(handle);
-  if (!entry) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "NULL, destroyed or unknown tensor pool handle"));
-    return nullptr;
-  }
-  if (entry->creator != os::self_pid()) {
-    record_error(make_error(MLOS_ERR_INVALID_HANDLE, "tensor pool belongs to process " +
-                                                         std::to_string(entry->creator) +
-                                                         "; a forked child must create its own"));
-    return nullptr;
-  }
-  return entry;
+  return owned_by_this_process(pools().find(handle), [](const PoolEntry& e) { return e.creator; },
+                               HandleKind{"tensor pool", "destroyed", "create its own"});
 }
 
 int fail(const Error& e) { return record_error(e); }

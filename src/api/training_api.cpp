@@ -9,13 +9,13 @@
 #include <string>
 
 #include "api/api_guard.h"
-#include "api/versioned_struct.h"
 #include "api/collective_groups.h"
 #include "api/engine_select.h"
 #include "api/handle_registry.h"
 #include "api/last_error.h"
 #include "api/profile_at_release.h"
 #include "api/tuning_evidence_at_release.h"
+#include "api/versioned_struct.h"
 #include "core/phase_policy.h"
 #include "engine/job.h"
 #include "engine/rank_bound.h"
