@@ -56,6 +56,20 @@ std::string cap_to_rank_share(const mlos::ProcessBound& bound, mlos::PlacementRe
   return note;
 }
 
+// The getters' shared prologue, guarded: the job of this process behind
+// `resources`, then INVALID_ARGUMENT `refusal` unless `args_ok`, then the
+// job's snapshot, handed to `body`.
+template <class Body>
+int with_snapshot(const mlos_training_resources_t* resources, bool args_ok, const char* refusal, Body&& body) {
+  return guarded([&]() -> int {
+    auto job = find_job(resources);
+    if (!job) return mlos_last_error();
+    if (!args_ok) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, refusal));
+    auto snap = job->snapshot();
+    if (!snap) return record_error(snap.error());
+    return body(*snap);
+  });
+}
 
 }  // namespace
 
@@ -266,38 +280,27 @@ int mlos_training_unregister_buffer(mlos_training_resources_t* resources, void* 
 }
 
 int mlos_training_get_placement(const mlos_training_resources_t* resources, mlos_training_placement_t* placement) {
-  return guarded([&] {
-    auto job = find_job(resources);
-    if (!job) return mlos_last_error();
-    if (placement == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "placement is NULL"));
-    auto snap = job->snapshot();
-    if (!snap) return record_error(snap.error());
+  return with_snapshot(resources, placement != nullptr, "placement is NULL", [&](const mlos::Job::Snapshot& snap) {
     mlos_training_placement_t p{};
-    p.num_cpus = static_cast<int>(snap->placement.cpus.size());
-    p.numa_node = snap->placement.primary_node;
-    p.num_numa_nodes = static_cast<int>(snap->placement.nodes.size());
-    p.exclusive = snap->exclusive;
-    p.recommended_threads = std::max(1, snap->placement.physical_cores);
-    p.memory_policy = snap->placement.memory_policy;
-    p.memory_bytes = snap->memory_bytes;
-    p.phase = snap->phase;
-    p.degraded_effects = snap->degraded;
-    p.claim_id = snap->claim_id;
-    p.bound_threads = snap->bound_threads;
+    p.num_cpus = static_cast<int>(snap.placement.cpus.size());
+    p.numa_node = snap.placement.primary_node;
+    p.num_numa_nodes = static_cast<int>(snap.placement.nodes.size());
+    p.exclusive = snap.exclusive;
+    p.recommended_threads = std::max(1, snap.placement.physical_cores);
+    p.memory_policy = snap.placement.memory_policy;
+    p.memory_bytes = snap.memory_bytes;
+    p.phase = snap.phase;
+    p.degraded_effects = snap.degraded;
+    p.claim_id = snap.claim_id;
+    p.bound_threads = snap.bound_threads;
     return fill_versioned(placement, p);
   });
 }
 
 int mlos_training_get_cpus(const mlos_training_resources_t* resources, int* cpus, size_t capacity, size_t* count) {
-  return guarded([&] {
-    auto job = find_job(resources);
-    if (!job) return mlos_last_error();
-    if (count == nullptr || (cpus == nullptr && capacity > 0)) {
-      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "count is NULL, or cpus is NULL with capacity > 0"));
-    }
-    auto snap = job->snapshot();
-    if (!snap) return record_error(snap.error());
-    const auto& v = snap->placement.cpus;
+  return with_snapshot(resources, count != nullptr && (cpus != nullptr || capacity == 0),
+                       "count is NULL, or cpus is NULL with capacity > 0", [&](const mlos::Job::Snapshot& snap) {
+    const auto& v = snap.placement.cpus;
     *count = v.size();
     if (capacity < v.size()) {
       return record_error(make_error(MLOS_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(v.size()) + " CPUs"));
@@ -308,31 +311,22 @@ int mlos_training_get_cpus(const mlos_training_resources_t* resources, int* cpus
 }
 
 int mlos_training_recommended_threads(const mlos_training_resources_t* resources) {
-  return guarded([&] {
-    auto job = find_job(resources);
-    if (!job) return mlos_last_error();
-    auto snap = job->snapshot();
-    if (!snap) return record_error(snap.error());
-    return std::max(1, snap->placement.physical_cores);
+  return with_snapshot(resources, true, "", [](const mlos::Job::Snapshot& snap) {
+    return std::max(1, snap.placement.physical_cores);
   });
 }
 
 int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
                                     mlos_training_phase_profile_t* profile) {
-  return guarded([&] {
-    auto job = find_job(resources);
-    if (!job) return mlos_last_error();
-    if (profile == nullptr) return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "profile is NULL"));
-    auto snap = job->snapshot();
-    if (!snap) return record_error(snap.error());
+  return with_snapshot(resources, profile != nullptr, "profile is NULL", [&](const mlos::Job::Snapshot& snap) {
     mlos_training_phase_profile_t p{};
-    p.current_phase = snap->phase;
+    p.current_phase = snap.phase;
     for (int i = 0; i < MLOS_TRAINING_PHASE_COUNT; ++i) {
-      p.seconds[i] = static_cast<double>(snap->phase_ns[i]) / 1e9;
-      p.entries[i] = snap->entries[i];
+      p.seconds[i] = static_cast<double>(snap.phase_ns[i]) / 1e9;
+      p.entries[i] = snap.entries[i];
     }
-    p.set_phase_calls = snap->set_phase_calls;
-    p.os_updates = snap->os_updates;
+    p.set_phase_calls = snap.set_phase_calls;
+    p.os_updates = snap.os_updates;
     const auto comm = mlos::CollectiveGroups::instance().tally(resources);
     p.communication_seconds = static_cast<double>(comm.nanoseconds) / 1e9;
     p.collective_calls = comm.calls;
@@ -342,15 +336,9 @@ int mlos_training_get_phase_profile(const mlos_training_resources_t* resources,
 }
 
 int mlos_training_get_notes(const mlos_training_resources_t* resources, char* buf, size_t len, size_t* needed) {
-  return guarded([&] {
-    auto job = find_job(resources);
-    if (!job) return mlos_last_error();
-    if (needed == nullptr || (buf == nullptr && len > 0)) {
-      return record_error(make_error(MLOS_ERR_INVALID_ARGUMENT, "needed is NULL, or buf is NULL with len > 0"));
-    }
-    auto snap = job->snapshot();
-    if (!snap) return record_error(snap.error());
-    return mlos::api::copy_text_out(snap->notes, buf, len, needed, "notes");
+  return with_snapshot(resources, needed != nullptr && (buf != nullptr || len == 0),
+                       "needed is NULL, or buf is NULL with len > 0", [&](const mlos::Job::Snapshot& snap) {
+    return mlos::api::copy_text_out(snap.notes, buf, len, needed, "notes");
   });
 }
 
