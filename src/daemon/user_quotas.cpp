@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/config_section.h"
 #include "core/json_fields.h"
 
 namespace mlos::daemon {
@@ -17,34 +18,28 @@ std::string uid_name(uint32_t uid) { return "uid " + std::to_string(uid); }
 }  // namespace
 
 Status UserQuotas::merge(const json& c) {
-  if (!c.is_object()) return make_error(MLOS_ERR_INVALID_ARGUMENT, "quotas must be a JSON object");
-  UserQuotas next = *this;
-  try {
-    for (const auto& [key, v] : c.items()) {
-      if (key == "connections_per_uid") {
-        next.connections_per_uid = int_in_range(v, "quotas." + key, 1, 65536);
-      } else if (key == "jobs_per_uid") {
-        next.jobs_per_uid = int_in_range(v, "quotas." + key, 1, 1 << 20);
-      } else if (key == "exclusive_cpus_per_uid") {
-        next.exclusive_cpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
-      } else if (key == "exclusive_gpus_per_uid") {
-        next.exclusive_gpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
-      } else if (key == "memory_bytes_per_uid") {
-        if (!is_non_negative_integer(v)) {
-          throw std::invalid_argument("quotas.memory_bytes_per_uid must be a whole number of bytes from 0 to 2^64-1");
-        }
-        next.memory_bytes_per_uid = v.get<uint64_t>();
-      } else if (key == "root_reserved_connections") {
-        next.root_reserved_connections = int_in_range(v, "quotas." + key, 0, 65536);
-      } else {
-        throw std::invalid_argument("unknown key 'quotas." + key + "'");
+  auto read_key = [](UserQuotas& next, const std::string& key, const json& v) -> Status {
+    if (key == "connections_per_uid") {
+      next.connections_per_uid = int_in_range(v, "quotas." + key, 1, 65536);
+    } else if (key == "jobs_per_uid") {
+      next.jobs_per_uid = int_in_range(v, "quotas." + key, 1, 1 << 20);
+    } else if (key == "exclusive_cpus_per_uid") {
+      next.exclusive_cpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
+    } else if (key == "exclusive_gpus_per_uid") {
+      next.exclusive_gpus_per_uid = int_in_range(v, "quotas." + key, -1, 1 << 16);
+    } else if (key == "memory_bytes_per_uid") {
+      if (!is_non_negative_integer(v)) {
+        throw std::invalid_argument("quotas.memory_bytes_per_uid must be a whole number of bytes from 0 to 2^64-1");
       }
+      next.memory_bytes_per_uid = v.get<uint64_t>();
+    } else if (key == "root_reserved_connections") {
+      next.root_reserved_connections = int_in_range(v, "quotas." + key, 0, 65536);
+    } else {
+      throw std::invalid_argument("unknown key 'quotas." + key + "'");
     }
-  } catch (const std::exception& e) {
-    return make_error(MLOS_ERR_INVALID_ARGUMENT, e.what());
-  }
-  *this = next;
-  return Status::Ok();
+    return Status::Ok();
+  };
+  return merge_config_section(*this, c, "quotas must be a JSON object", "", read_key);
 }
 
 json UserQuotas::to_json() const {
