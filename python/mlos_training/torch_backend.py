@@ -44,6 +44,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend
 from torch.futures import Future
 
 from . import _core
+from ._process_group import MLOSProcessGroup
 from .errors import CODES, MLOSError, check
 
 NAME = "mlos"
@@ -145,7 +146,6 @@ class MLOSBackend(_C10dBackend):
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
-        from .distributed import MLOSProcessGroup  # here: distributed.py imports this module to register it
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
         self._group = MLOSProcessGroup(rank, size, store=store, timeout=min(max(seconds, 1.0), _MAX_TIMEOUT_S),
                                        group_name="torch")
