@@ -53,12 +53,7 @@ inline int int_in_range(const nlohmann::json& v, const std::string& name, int lo
 // converted.
 inline int optional_int_field(const nlohmann::json& a, const char* key, int fallback) {
   const auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  const bool fits = it->is_number_unsigned() ? it->get<uint64_t>() <= uint64_t{INT_MAX}
-                                             : it->is_number_integer() && it->get<int64_t>() >= INT_MIN &&
-                                                   it->get<int64_t>() <= INT_MAX;
-  if (!fits) throw std::invalid_argument(std::string(key) + " must be an integer, got " + it->dump());
-  return it->get<int>();
+  return it == a.end() ? fallback : int_in_range(*it, key, INT_MIN, INT_MAX);
 }
 
 // a[key] as a bool, false when absent; std::invalid_argument naming the

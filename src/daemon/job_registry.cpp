@@ -54,14 +54,7 @@ namespace {
 
 // j[key] as an int; std::invalid_argument for anything that is not an
 // integer in int's range (nlohmann's get<int>() would narrow silently).
-int int_field(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < INT_MIN) ||
-      (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t{INT_MAX} : v.get<int64_t>() > INT_MAX)) {
-    throw std::invalid_argument(std::string(key) + " is not an int");
-  }
-  return v.get<int>();
-}
+int int_field(const json& j, const char* key) { return int_in_range(j.at(key), key, INT_MIN, INT_MAX); }
 
 // One record, every field checked; std::invalid_argument naming the first
 // bad one.

@@ -22,11 +22,8 @@ uint64_t job_field(const json& args) {
 }
 
 int int_arg(const json& args, const char* key) {
-  if (!args.contains(key) || !args[key].is_number_integer() || args[key].get<int64_t>() < INT32_MIN ||
-      args[key].get<int64_t>() > INT32_MAX) {
-    throw std::invalid_argument(std::string("'") + key + "' must be a 32-bit integer");
-  }
-  return args[key].get<int>();
+  if (!args.contains(key)) throw std::invalid_argument(std::string("'") + key + "' must be a 32-bit integer");
+  return int_in_range(args[key], std::string("'") + key + "'", INT32_MIN, INT32_MAX);
 }
 
 std::string string_arg(const json& args, const char* key) {
