@@ -82,6 +82,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("MLOS_BUILD_DIR") or REPO / "build")
 
+
+def repo_relative(path):
+    """`path` relative to the repository when it lies inside it, so that
+    committed results name no machine's checkout."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
 MiB = 1 << 20
 MAGIC = 0x3C85F7CE
 Q_VALIDATE, Q_SET, Q_GET, Q_WAIT, Q_GET_NUM_KEYS = 0, 1, 3, 6, 7
@@ -467,6 +477,15 @@ def open_attackers(port, n, timeout=5.0):
 
 # ---------------------------------------------------------------- attacks
 
+def memory_after_attack(r, pid, base_mib):
+    """Rank 0's RSS now and its peak (VmHWM, since rank 0 started), each
+    also as growth over `base_mib`, into `r`."""
+    r["rss_after_attack_mib"] = rss_mib(pid)
+    r["rss_growth_mib"] = round(r["rss_after_attack_mib"] - base_mib, 1)
+    r["vm_hwm_mib"] = hwm_mib(pid)
+    r["rss_peak_growth_mib"] = round(r["vm_hwm_mib"] - base_mib, 1)
+
+
 def multi_get_amplification(ctx):
     port, pid = ctx["port"], ctx["rank0"].pid
     key, value = b"/store_attacks/big", b"\xa5" * (8 * MiB)
@@ -487,10 +506,7 @@ def multi_get_amplification(ctx):
             except OSError:
                 break
     r["settle"] = settle(good, rounds=3)
-    r["rss_after_attack_mib"] = rss_mib(pid)
-    r["rss_growth_mib"] = round(r["rss_after_attack_mib"] - r["rss_after_set_mib"], 1)
-    r["vm_hwm_mib"] = hwm_mib(pid)
-    r["rss_peak_growth_mib"] = round(r["vm_hwm_mib"] - r["rss_after_set_mib"], 1)  # VmHWM: since rank 0 started
+    memory_after_attack(r, pid, r["rss_after_set_mib"])
     r["attack_connections_server_side"] = server_side(pid, port, conns)
     r["fresh_client_ping"] = fresh_ping("127.0.0.1", port)
     for s in conns:
@@ -528,10 +544,7 @@ def unfinished_multi_set(ctx):
     r["bytes_sent_mib"] = [round(o[0] / MiB, 1) if o else None for o in outcome]
     r["send_stopped"] = [o[1] for o in outcome if o and o[1]]
     r["settle"] = settle(good, rounds=3)
-    r["rss_after_attack_mib"] = rss_mib(pid)
-    r["rss_growth_mib"] = round(r["rss_after_attack_mib"] - r["rss_start_mib"], 1)
-    r["vm_hwm_mib"] = hwm_mib(pid)
-    r["rss_peak_growth_mib"] = round(r["vm_hwm_mib"] - r["rss_start_mib"], 1)
+    memory_after_attack(r, pid, r["rss_start_mib"])
     r["connections_server_side"] = server_side(pid, port, conns)
     r["fresh_client_ping"] = fresh_ping("127.0.0.1", port)
     for s in conns:
@@ -843,7 +856,7 @@ def main():
     only = {n for n in args.only.split(",") if n}
     chosen = [a for a in ATTACKS if not only or a.__name__ in only]
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
-    summary = {"binary": str(args.rank_binary), "host": platform.node(), "cpus": os.cpu_count(),
+    summary = {"binary": repo_relative(args.rank_binary), "host": platform.node(), "cpus": os.cpu_count(),
                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "attacks": {}}
     for attack in chosen:
         log(f"{attack.__name__} ...")
