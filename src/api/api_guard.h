@@ -4,7 +4,6 @@
 // structs: versioned_struct.h).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -3,6 +3,7 @@
 // arguments, catches every exception, and maps errors to mlos_error_t here.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <new>

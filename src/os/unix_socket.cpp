@@ -81,6 +81,7 @@ Result<UniqueFd> listen_unix(const std::string& path, mode_t mode, int backlog) 
     return make_sys_error(errno, "unlink stale " + staged);
   }
   auto bound_addr = address_of(bound);
+  if (!bound_addr) return bound_addr.error();
   // fchmod on a socket before bind is not honoured on Linux; bind under a
   // restrictive umask, then chmod the path to the requested mode.
   const mode_t old = umask(0177);

@@ -71,6 +71,16 @@ void decode_policies_and_bound(const json& a, GrantRequest& r) {
   }
 }
 
+// The strings in the list r[key] (none if absent); anything else in it is
+// skipped, so a newer mlosd may add entries of another kind.
+std::vector<std::string> strings_in(const json& r, const char* key) {
+  std::vector<std::string> out;
+  for (const auto& n : r.value(key, json::array())) {
+    if (n.is_string()) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
 json placement_fields(const Placement& p) {
   CpuSet mems;
   for (int n : p.nodes) mems.set(n);
@@ -182,13 +192,8 @@ Result<GrantReply> decode_grant_reply(const json& r) {
     g.job = r.value("job", uint64_t{0});
     if (r.contains("nested_in") && r["nested_in"].is_number_unsigned()) g.nested_in = r["nested_in"].get<uint64_t>();
     g.cgroup = r.value("cgroup", std::string());
-    // Lists of strings; anything else in them is skipped, as before.
-    for (const char* key : {"policies", "notes"}) {
-      auto& list = std::string(key) == "policies" ? g.policies : g.notes;
-      for (const auto& n : r.value(key, json::array())) {
-        if (n.is_string()) list.push_back(n.get<std::string>());
-      }
-    }
+    g.policies = strings_in(r, "policies");
+    g.notes = strings_in(r, "notes");
     return g;
   } catch (const std::exception& e) {
     return make_error(MLOS_ERR_VERSION_MISMATCH, std::string("mlosd's grant is not understood: ") + e.what());

@@ -31,7 +31,7 @@ typedef union caller_bytes {
 
 /* An input struct as a first-version caller passes it: its first `v1`
  * bytes from `value`, struct_size = v1, garbage after. */
-static void *v1_input(caller_bytes_t* buf, const void* value, size_t v1) {
+static void* v1_input(caller_bytes_t* buf, const void* value, size_t v1) {
   uint32_t size = (uint32_t)v1;
   memset(buf->bytes, kGarbage, sizeof buf->bytes);
   memcpy(buf->bytes, value, v1);
@@ -41,7 +41,7 @@ static void *v1_input(caller_bytes_t* buf, const void* value, size_t v1) {
 
 /* An output struct of a first-version caller: struct_size = v1, canary
  * bytes everywhere else. */
-static void *v1_output(caller_bytes_t* buf, size_t v1) {
+static void* v1_output(caller_bytes_t* buf, size_t v1) {
   uint32_t size = (uint32_t)v1;
   memset(buf->bytes, kCanary, sizeof buf->bytes);
   memcpy(buf->bytes, &size, sizeof size);
