@@ -33,7 +33,10 @@ const char* phase_label(bool marked, mlos_training_phase_t phase) {
 }  // namespace
 
 JobManager::JobManager(JobManagerDeps deps)
-    : d_(std::move(deps)), cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none") {
+    : d_(std::move(deps)),
+      cgroup_version_(d_.cgroups ? d_.cgroups->version() : "none"),
+      book_(d_.allowed.count(), static_cast<int>(d_.topology.gpus.size())),
+      store_(d_.state, d_.now_ns) {
   if (d_.policy_hosts) policies_ = d_.policy_hosts(policy_callbacks());
 }
 
@@ -41,123 +44,30 @@ JobManager::~JobManager() = default;
 
 JobRegistry JobManager::registry() const {
   JobRegistry r;
-  r.next_id = next_id_;
+  r.next_id = book_.next_id();
   for (const auto& [id, j] : jobs_) r.jobs.push_back(j.record);
   return r;
 }
 
 Status JobManager::persist(const Live& job) {
-  Status s = d_.state->put(job.record, next_id_);
-  if (s) compact_if_due();
-  return s;
+  return store_.put(job.record, book_.next_id(), [this] { return registry(); });
 }
 
 Status JobManager::persist_removal(const std::vector<uint64_t>& ids) {
-  Status s = d_.state->remove(ids);
-  if (s) {
-    compact_if_due();
-  } else {
-    // The jobs are gone already (their CPUs must not stay booked): the
-    // registry on disk catches up at the next tick that can write.
-    registry_behind_ = true;
-    log_message(MLOS_LOG_WARN, "registry: could not record " + std::to_string(ids.size()) +
-                                   " job(s) as gone, retrying: " + s.error().describe());
-  }
-  return s;
+  return store_.remove(ids, [this] { return registry(); });
 }
 
-void JobManager::compact_if_due() {
-  if (!registry_behind_ && !d_.state->compaction_due()) return;
-  // Runs in the event loop: how long it held every client is logged (the
-  // soak, bench/daemon_scale.py, reads it back).
-  const uint64_t began = d_.now_ns();
-  if (Status s = write_snapshot(); !s) {
-    log_message(MLOS_LOG_WARN, "registry compaction failed (the journal keeps every change): " +
-                                   s.error().describe());
-    return;
-  }
-  const uint64_t took_us = (d_.now_ns() - began) / 1000;
-  log_event(MLOS_LOG_INFO,
-            "registry compacted: " + std::to_string(jobs_.size()) + " jobs in " + std::to_string(took_us) + " us",
-            {{"MLOS_EVENT", "compacted"}, {"JOBS", std::to_string(jobs_.size())}, {"PAUSE_US", std::to_string(took_us)}});
-}
-
-Status JobManager::write_snapshot() {
-  Status s = d_.state->compact(registry());
-  if (s) registry_behind_ = false;
-  return s;
-}
-
-std::string JobManager::share_contended_gpus(JobRecord& r) const {
-  if (!r.gpus_exclusive) return "";
-  std::string taken;
-  for (const auto& g : r.gpus) {
-    if (usage_.gpus.exclusive.count(g) || usage_.gpus.load(g) > 0) taken += (taken.empty() ? "" : ",") + g;
-  }
-  if (taken.empty()) return "";
-  r.gpus_exclusive = false;
-  return "GPUs booked as shared: " + taken + " are held by another job too";
-}
-
-void JobManager::book(const JobRecord& r, int sign) {
-  // A nested job's CPUs and memory are its parent's: it books against the
-  // parent, and counts only as a job for its user.
-  CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
-  if (r.exclusive) {
-    u.exclusive = sign > 0 ? u.exclusive | r.cpus : u.exclusive.minus(r.cpus);
-  } else {
-    for (int c : r.cpus.to_vector()) {
-      if ((u.shared_load[c] += sign) <= 0) u.shared_load.erase(c);
-    }
-  }
-  u.gpus.add(r.gpus, r.gpus_exclusive, sign);
-  // Returns true when `to` has no dependents left.
-  auto link = [&](std::map<uint64_t, std::set<uint64_t>>& index, uint64_t to) {
-    if (to == 0) return false;
-    if (sign > 0) return index[to].insert(r.id), false;
-    auto it = index.find(to);
-    if (it == index.end() || !it->second.erase(r.id) || !it->second.empty()) return false;
-    index.erase(it);
-    return true;
-  };
-  if (link(children_, r.parent)) nested_usage_.erase(r.parent);
-  link(guests_, r.host);
-  if (r.confines) confining_ = sign > 0 ? confining_ | r.cpus : confining_.minus(r.cpus);
-  if ((owner_pids_[r.owner.pid] += sign) <= 0) owner_pids_.erase(r.owner.pid);
-  if (r.ledger_claim != 0) {
-    if (sign > 0) {
-      adopted_[r.ledger_claim] = r.id;
-    } else {
-      adopted_.erase(r.ledger_claim);
-    }
-  }
-  if (r.envelope) {
-    if (sign > 0) {
-      envelopes_.insert({r.owner.pid, r.id});
-    } else {
-      envelopes_.erase({r.owner.pid, r.id});
-    }
-  }
-  UserHoldings& h = holdings_[r.uid];
-  h.jobs += sign;
-  if (r.parent == 0) {
-    if (r.exclusive) h.exclusive_cpus += sign * r.cpus.count();
-    if (r.gpus_exclusive) h.exclusive_gpus += sign * static_cast<int>(r.gpus.size());
-    h.memory_bytes =
-        sign > 0 ? h.memory_bytes + r.memory_bytes : h.memory_bytes - std::min(h.memory_bytes, r.memory_bytes);
-  }
-  if (h.jobs <= 0) holdings_.erase(r.uid);
-}
+Status JobManager::write_snapshot() { return store_.write_snapshot(registry()); }
 
 Result<std::vector<std::string>> JobManager::recover() {
   std::vector<std::string> report;
-  auto loaded = d_.state->load();
+  auto loaded = store_.load();
   if (!loaded) return loaded.error();
   JobRegistry registry;
   if (loaded->has_value()) {
     registry = std::move(**loaded);
   } else {
-    report.push_back("no state file at " + d_.state->path() + ": starting with no jobs");
+    report.push_back("no state file at " + store_.path() + ": starting with no jobs");
   }
   std::vector<std::string> cgroups;
   if (d_.cgroups) {
@@ -168,7 +78,7 @@ Result<std::vector<std::string>> JobManager::recover() {
     }
   }
   ReconcilePlan plan = reconcile(registry, d_.is_alive, cgroups);
-  next_id_ = registry.next_id;
+  book_.set_next_id(registry.next_id);
   for (const JobRecord& r : plan.prune) {
     report.push_back("pruned job " + std::to_string(r.id) + " (" + r.label + "): owner pid " +
                      std::to_string(r.owner.pid) + " is gone");
@@ -193,7 +103,7 @@ Result<std::vector<std::string>> JobManager::recover() {
       }
     }
     jobs_.emplace(r.id, std::move(live));
-    book(r, +1);
+    book_.add(r);
     Live& j = jobs_.at(r.id);
     follow_phase(j);
     apply_cgroup(j, true);
@@ -226,15 +136,17 @@ Result<std::vector<std::string>> JobManager::recover() {
     if (j.record.parent != 0) {
       stand_alone(j, other);
     } else {
-      book(j.record, -1);
-      j.record.host = 0;
-      if (std::string note = share_contended_gpus(j.record); !note.empty()) j.notes.push_back(note);
-      book(j.record, +1);
+      std::string note;
+      book_.change(j.record, [&](JobRecord& r) {
+        r.host = 0;
+        note = book_.share_contended_gpus(r);
+      });
+      if (!note.empty()) j.notes.push_back(note);
     }
     apply_cgroup(j, true);
     report.push_back("job " + std::to_string(id) + " stands alone: job " + std::to_string(other) + " is gone");
   }
-  for (const auto& [host, guests] : guests_) apply_cgroup(jobs_.at(host), false);
+  for (const auto& [host, guests] : book_.guests()) apply_cgroup(jobs_.at(host), false);
   for (const std::string& name : plan.stray_cgroups) {
     auto procs = d_.cgroups->processes(name);
     if (procs && procs->empty() && d_.cgroups->remove(name)) {
@@ -265,8 +177,8 @@ std::optional<os::GpuDeviceRule> JobManager::gpu_device_rule(const Live& j) cons
   // The GPUs the cgroup's processes hold: the job's and its guests' (its
   // nested jobs take theirs from it).
   std::set<std::string> mine(j.record.gpus.begin(), j.record.gpus.end());
-  if (auto g = guests_.find(j.record.id); g != guests_.end()) {
-    for (uint64_t id : g->second) mine.insert(jobs_.at(id).record.gpus.begin(), jobs_.at(id).record.gpus.end());
+  for (uint64_t id : book_.guests_of(j.record.id)) {
+    mine.insert(jobs_.at(id).record.gpus.begin(), jobs_.at(id).record.gpus.end());
   }
   // A job without GPU claims is left as it is (it never asked mlOS for
   // any); one with claims opens only those.
@@ -289,13 +201,11 @@ os::CgroupLimits JobManager::limits_for(const Live& j) const {
   // A host's cgroup holds its process for its guests too: their CPUs and
   // nodes, and their memory (no limit if any of them has none).
   uint64_t memory = j.record.memory_bytes;
-  if (auto g = guests_.find(j.record.id); g != guests_.end()) {
-    for (uint64_t id : g->second) {
-      const JobRecord& guest = jobs_.at(id).record;
-      l.cpus = l.cpus | guest.cpus;
-      l.mems = l.mems | guest.mems;
-      memory = memory == 0 || guest.memory_bytes == 0 ? 0 : memory + guest.memory_bytes;
-    }
+  for (uint64_t id : book_.guests_of(j.record.id)) {
+    const JobRecord& guest = jobs_.at(id).record;
+    l.cpus = l.cpus | guest.cpus;
+    l.mems = l.mems | guest.mems;
+    memory = memory == 0 || guest.memory_bytes == 0 ? 0 : memory + guest.memory_bytes;
   }
   if (memory > 0) {
     // The request is the hard limit; reclaim pressure starts at 90% of it,
@@ -407,9 +317,7 @@ JobManager::Steering JobManager::steering(const Live& j) const {
       any = true;
     }
     if (x.marked) st.checkpoint = st.checkpoint || x.phase == MLOS_TRAINING_PHASE_CHECKPOINT;
-    if (auto c = children_.find(x.record.id); c != children_.end()) {
-      for (uint64_t id : c->second) todo.push_back(&jobs_.at(id));
-    }
+    for (uint64_t id : book_.nested_in(x.record.id)) todo.push_back(&jobs_.at(id));
   }
   if (!any) st.weight = d_.policy.weight(MLOS_TRAINING_PHASE_FORWARD, j.record.priority);
   return st;
@@ -438,8 +346,8 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   // still that process running as that user (see JobManagerDeps).
   auto owner = d_.peer_process(peer);
   if (!owner) return owner.error();
-  if (next_id_ > JobRegistry::kMaxJobId) {
-    return make_error(MLOS_ERR_STATE_CORRUPT, "job ids are exhausted (next_id " + std::to_string(next_id_) + ")");
+  if (book_.ids_exhausted()) {
+    return make_error(MLOS_ERR_STATE_CORRUPT, "job ids are exhausted (next_id " + std::to_string(book_.next_id()) + ")");
   }
   // Where the process already is: inside a job's cgroup put there by
   // another process or by `mlos run` (nested: carved from that job, never
@@ -453,12 +361,12 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
   // A nested job's CPUs, memory and GPUs are its envelope's, paid for
   // once: it counts only as a job here, and must fit inside the envelope.
   const int gpus_asked = std::max<int>(req->gpus.count, static_cast<int>(req->gpus.uuids.size()));
-  const JobAsk ask = nested ? quota_ask(0, 0, 0)
-                            : quota_ask(req->exclusive ? req->num_cpus : 0, req->memory_bytes,
+  const JobAsk ask = nested ? book_.ask(0, 0, 0)
+                            : book_.ask(req->exclusive ? req->num_cpus : 0, req->memory_bytes,
                                         req->gpus.exclusive ? gpus_asked : 0);
-  if (Status s = check_job_quota(d_.quotas, peer.uid, holdings_of(peer.uid), ask); !s) return s.error();
+  if (Status s = book_.check_quota(d_.quotas, peer.uid, ask); !s) return s.error();
   if (nested) {
-    if (Status s = fits_envelope_memory(*envelope, req->memory_bytes); !s) return s.error();
+    if (Status s = book_.fits_envelope_memory(envelope->record, req->memory_bytes); !s) return s.error();
   }
   // The requester's own CPUs bound it too (a rank's share of its
   // envelope, a taskset): it can only narrow itself. So does the cgroup it
@@ -485,8 +393,8 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
                              x.cuda_visible_devices ? x.cuda_visible_devices->c_str() : nullptr);
   }
   auto placement = nested ? plan_placement(d_.topology, envelope->record.cpus & bound,
-                                           nested_usage_[envelope->record.id], MemoryAvailability{}, *req)
-                          : plan_placement(d_.topology, bound, usage_, d_.memory(), *req);
+                                           book_.nested_usage(envelope->record.id), MemoryAvailability{}, *req)
+                          : plan_placement(d_.topology, bound, book_.node_usage(), d_.memory(), *req);
   if (!placement) {
     if (!nested) return placement.error();
     return make_error(placement.error().code, "nested in job " + std::to_string(envelope->record.id) + " (CPUs " +
@@ -503,7 +411,7 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
 
   Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
   JobRecord& r = j.record;
-  r.id = next_id_;
+  r.id = book_.take_id();
   r.owner = *owner;
   r.uid = peer.uid;
   r.cpus = placement->cpu_set;
@@ -543,10 +451,9 @@ Result<json> JobManager::request(const os::PeerCredentials& peer, const json& ar
     j.notes.push_back("cgroup: shares " + host->record.cgroup() +
                       " with this process's first job (one cgroup per process); its cpuset now covers both");
   }
-  ++next_id_;
   auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
   Live& live = it->second;
-  book(live.record, +1);
+  book_.add(live.record);
   if (live.record.host != 0) {
     apply_cgroup(*host, false);
   } else if (live.record.parent == 0) {
@@ -701,7 +608,7 @@ void JobManager::forget(uint64_t id, const std::string& why) {
   if (it->second.memory) ++memory_wakeups_version_;  // its wake-ups close with it
   if (policies_) policies_->detach_job(id);
   const JobRecord gone = it->second.record;
-  book(gone, -1);
+  book_.remove(gone);
   watched_.erase(id);
   jobs_.erase(it);
   if (gone.parent != 0) {
@@ -721,65 +628,11 @@ void JobManager::forget(uint64_t id, const std::string& why) {
   rehome_dependents(gone);
 }
 
-UserHoldings JobManager::holdings_of(uint32_t uid) const {
-  auto it = holdings_.find(uid);
-  return it == holdings_.end() ? UserHoldings{} : it->second;
-}
-
-JobAsk JobManager::quota_ask(int exclusive_cpus, uint64_t memory_bytes, int exclusive_gpus) const {
-  return JobAsk{exclusive_cpus, memory_bytes, exclusive_gpus, node_cpus(), node_gpus()};
-}
-
-Status JobManager::fits_envelope_memory(const Live& envelope, uint64_t memory_bytes) const {
-  // An envelope that reserved no memory has none to carve: its nested jobs'
-  // memory_bytes reserve nothing while nested (they have no cgroup of
-  // their own) and meet their owner's quota if the envelope ends first.
-  if (envelope.record.memory_bytes == 0 || memory_bytes == 0) return Status::Ok();
-  uint64_t carved = 0;
-  if (auto c = children_.find(envelope.record.id); c != children_.end()) {
-    for (uint64_t id : c->second) carved += jobs_.at(id).record.memory_bytes;
-  }
-  const uint64_t room = envelope.record.memory_bytes - std::min(carved, envelope.record.memory_bytes);
-  if (memory_bytes <= room) return Status::Ok();
-  return make_error(MLOS_ERR_INSUFFICIENT_MEMORY,
-                    "nested in job " + std::to_string(envelope.record.id) + " (the process's envelope, " +
-                        std::to_string(envelope.record.memory_bytes) + " bytes of memory, " + std::to_string(carved) +
-                        " of them given to its nested jobs): asks for " + std::to_string(memory_bytes) +
-                        " bytes, " + std::to_string(room) + " are left");
-}
-
 void JobManager::stand_alone(Live& child, uint64_t gone) {
-  JobRecord& r = child.record;
-  book(r, -1);
-  r.parent = 0;
-  const std::string why = "its envelope (job " + std::to_string(gone) + ") ended";
-  if (r.exclusive) {
-    bool contended = r.cpus.intersects(usage_.exclusive);
-    for (int cpu : r.cpus.to_vector()) contended = contended || usage_.load(cpu) > 0;
-    Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(r.cpus.count(), 0, 0));
-    if (contended || !quota) {
-      r.exclusive = false;
-      child.notes.push_back(why + (contended ? " and other jobs use its CPUs" : ", and " + quota.error().message) +
-                            ": shared from now on, no longer exclusive");
-    }
+  auto confines_others = [this](const JobRecord& r) { return confines(r); };
+  for (std::string& note : book_.stand_alone(child.record, gone, d_.quotas, confines_others)) {
+    child.notes.push_back(std::move(note));
   }
-  if (r.memory_bytes > 0) {
-    if (Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(0, r.memory_bytes, 0));
-        !quota) {
-      r.memory_bytes = 0;
-      child.notes.push_back(why + ", and " + quota.error().message + ": its memory is no longer reserved");
-    }
-  }
-  if (std::string note = share_contended_gpus(r); !note.empty()) child.notes.push_back(note);
-  if (r.gpus_exclusive) {
-    const int gpus = static_cast<int>(r.gpus.size());
-    if (Status quota = check_job_quota(d_.quotas, r.uid, holdings_of(r.uid), quota_ask(0, 0, gpus)); !quota) {
-      r.gpus_exclusive = false;
-      child.notes.push_back(why + ", and " + quota.error().message + ": its GPUs are booked as shared");
-    }
-  }
-  r.confines = confines(r);
-  book(r, +1);
 }
 
 void JobManager::forget_together(std::vector<uint64_t> ids, const std::string& why) {
@@ -798,13 +651,13 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
   std::vector<uint64_t> changed;
   // Guests: the first becomes the host of the others, and the process
   // moves into its cgroup.
-  if (auto g = guests_.find(gone.id); g != guests_.end()) {
-    const std::vector<uint64_t> ids(g->second.begin(), g->second.end());
-    for (uint64_t id : ids) book(jobs_.at(id).record, -1);
+  if (const auto& guests = book_.guests_of(gone.id); !guests.empty()) {
+    const std::vector<uint64_t> ids(guests.begin(), guests.end());
+    for (uint64_t id : ids) book_.remove(jobs_.at(id).record);
     Live& next = jobs_.at(ids.front());
     for (uint64_t id : ids) {
       jobs_.at(id).record.host = id == next.record.id ? 0 : next.record.id;
-      book(jobs_.at(id).record, +1);
+      book_.add(jobs_.at(id).record);
       changed.push_back(id);
     }
     apply_cgroup(next, true);
@@ -813,8 +666,8 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
   }
   // Nested jobs: their envelope is gone; they become jobs of the node, on
   // the CPUs they have, booked against their owners' quotas.
-  if (auto c = children_.find(gone.id); c != children_.end()) {
-    const std::vector<uint64_t> ids(c->second.begin(), c->second.end());
+  if (const auto& nested = book_.nested_in(gone.id); !nested.empty()) {
+    const std::vector<uint64_t> ids(nested.begin(), nested.end());
     for (uint64_t id : ids) {
       Live& child = jobs_.at(id);
       stand_alone(child, gone.id);
@@ -826,7 +679,7 @@ void JobManager::rehome_dependents(const JobRecord& gone) {
     }
   }
   for (uint64_t id : changed) {
-    if (Status s = d_.state->put(jobs_.at(id).record, next_id_); !s) registry_behind_ = true;
+    store_.put_later(jobs_.at(id).record, book_.next_id());
   }
 }
 
@@ -849,15 +702,9 @@ JobManager::Live* JobManager::enclosing_job(const ProcessId& who) {
   // No job cgroup holds it (mlosd --cgroups none, or a move that failed):
   // an envelope of its own or of an ancestor still bounds it, the newest
   // (innermost) first.
-  if (envelopes_.empty() || !d_.lineage) return nullptr;
+  if (!book_.has_envelopes() || !d_.lineage) return nullptr;
   for (const ProcessId& p : d_.lineage(who.pid)) {
-    auto it = envelopes_.lower_bound({p.pid + 1, 0});
-    while (it != envelopes_.begin()) {
-      --it;
-      if (it->first != p.pid) break;
-      Live& j = jobs_.at(it->second);
-      if (j.record.owner == p) return &j;
-    }
+    if (auto id = book_.envelope_of(p)) return &jobs_.at(*id);
   }
   return nullptr;
 }
@@ -991,8 +838,8 @@ std::vector<uint64_t> JobManager::tick(size_t sweep_budget) {
   forget_together(pruned, "owner gone");
   if (!pruned.empty()) {
     (void)persist_removal(pruned);  // one entry for all of them
-  } else if (registry_behind_) {
-    compact_if_due();
+  } else if (store_.behind()) {
+    store_.compact_if_due([this] { return registry(); });
   }
   confine();
   poll_policies();
@@ -1017,8 +864,8 @@ bool JobManager::confines(const JobRecord& r) const {
 void JobManager::confine() {
   if (!d_.confinement) return;
   // Jobs' own processes are never confined: they run where their grant says.
-  const auto is_owner = [this](pid_t pid) { return owner_pids_.count(pid) > 0; };
-  d_.confinement->update(d_.allowed, confining_, is_owner);
+  const auto is_owner = [this](pid_t pid) { return book_.owns_jobs(pid); };
+  d_.confinement->update(d_.allowed, book_.confining(), is_owner);
   // New processes in the root cgroup, about once a second at the default
   // tick (confine() runs at every tick and after every change).
   if (d_.confinement->active() && ++confine_calls_ % 10 == 0) d_.confinement->sweep(is_owner);
@@ -1168,14 +1015,14 @@ json JobManager::status(uint64_t after, size_t limit) const {
                     {"pci_bus_id", g.pci_busid},
                     {"numa_node", g.numa_node},
                     {"memory_total_bytes", g.memory_total},
-                    {"exclusive", usage_.gpus.exclusive.count(g.uuid) > 0},
-                    {"shared_claims", usage_.gpus.load(g.uuid)}});
+                    {"exclusive", book_.node_usage().gpus.exclusive.count(g.uuid) > 0},
+                    {"shared_claims", book_.node_usage().gpus.load(g.uuid)}});
   }
   return json{{"cpus", d_.allowed.to_list()},
               {"gpus", gpus},
               {"gpu_note", d_.topology.gpu_note},
-              {"exclusive_cpus", usage_.exclusive.to_list()},
-              {"shared_pool", d_.allowed.minus(usage_.exclusive).to_list()},
+              {"exclusive_cpus", book_.node_usage().exclusive.to_list()},
+              {"shared_pool", d_.allowed.minus(book_.node_usage().exclusive).to_list()},
               {"cgroups", cgroup_version_},
               {"confinement", d_.confinement ? d_.confinement->status()
                                              : json{{"mode", "off"},

@@ -36,9 +36,11 @@
 #include "core/topology.h"
 #include "core/phase_weights.h"
 #include "daemon/confinement.h"
+#include "daemon/job_book.h"
 #include "daemon/job_memory_watch.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_registry.h"
+#include "daemon/job_store.h"
 #include "policy/job_policy_requests.h"
 #include "policy/policy_effects.h"
 #include "daemon/registry_store.h"
@@ -260,7 +262,7 @@ class JobManager {
   static constexpr size_t kStatusPageBytes = 512 * 1024;  // a reply frame holds 1 MiB
   nlohmann::json status(uint64_t after = 0, size_t limit = SIZE_MAX) const;
   // What each uid holds in jobs (connections are the server's to count).
-  const std::map<uint32_t, UserHoldings>& holdings() const { return holdings_; }
+  const std::map<uint32_t, UserHoldings>& holdings() const { return book_.holdings(); }
   const UserQuotas& quotas() const { return d_.quotas; }
   int node_cpus() const { return d_.allowed.count(); }
   int node_gpus() const { return static_cast<int>(d_.topology.gpus.size()); }
@@ -288,20 +290,9 @@ class JobManager {
 
   Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
   JobRegistry registry() const;
-  // One change, durable before the reply (a journal entry), then a
-  // compaction if the journal has outgrown the snapshot.
+  // One change, durable before the reply (JobStore).
   Status persist(const Live& job);
   Status persist_removal(const std::vector<uint64_t>& ids);
-  void compact_if_due();
-  // Books a job in (or out of) the node's CPU usage and its uid's holdings,
-  // kept incrementally so that a request costs the same at 10 jobs and at
-  // 10,000.
-  void book(const JobRecord& r, int sign);
-  // Before `r` (not booked yet) is booked at node level with GPUs held
-  // exclusively: if another job of the node holds any of them, it books
-  // them as shared instead and returns the note saying so ("" if not):
-  // two exclusive bookings of one GPU would free it when either ends.
-  std::string share_contended_gpus(JobRecord& r) const;
   // Which GPU device files the cgroup of `j` may open; nullopt: no rule
   // (no GPU claims, or a GPU's minor number unknown).
   std::optional<os::GpuDeviceRule> gpu_device_rule(const Live& j) const;
@@ -340,16 +331,9 @@ class JobManager {
   // verdicts: the reply, or (a refusal) the job taken back.
   Result<nlohmann::json> finish_grant(uint64_t id, const Placement& placement, const std::optional<Error>& refused);
   // Makes nested job `child`, whose envelope (job `gone`) ended, a job of
-  // the node, booked against the node and its owner's quotas as a fresh
-  // grant would be. On CPUs or GPUs other jobs use, or past a quota, it
-  // keeps running: shared, or without its memory reserved, with a note
-  // that `mlos status` shows. Does not touch cgroups.
+  // the node (JobBook::stand_alone), its notes shown by `mlos status`.
+  // Does not touch cgroups.
   void stand_alone(Live& child, uint64_t gone);
-  // Whether `memory_bytes` more fit the envelope's memory next to what its
-  // nested jobs hold (INSUFFICIENT_MEMORY naming both if not).
-  Status fits_envelope_memory(const Live& envelope, uint64_t memory_bytes) const;
-  UserHoldings holdings_of(uint32_t uid) const;
-  JobAsk quota_ask(int exclusive_cpus, uint64_t memory_bytes, int exclusive_gpus) const;
   std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
   // The job `who` runs inside, if any: the job whose cgroup holds it, else
   // the innermost envelope owned by it or an ancestor.
@@ -411,17 +395,10 @@ class JobManager {
   std::map<uint64_t, PendingReply> pending_;
   std::vector<FinishedReply> finished_;
   std::string cgroup_version_;
-  uint64_t next_id_ = 1;
   std::map<uint64_t, Live> jobs_;
-  CpuUsage usage_;
-  std::map<uint64_t, CpuUsage> nested_usage_;         // parent -> its nested jobs' usage
-  std::map<uint64_t, std::set<uint64_t>> children_;   // parent -> nested jobs
-  std::map<uint64_t, std::set<uint64_t>> guests_;     // host -> guest jobs
-  std::set<std::pair<int, uint64_t>> envelopes_;      // (owner pid, job) of envelope jobs
-  std::map<uint64_t, uint64_t> adopted_;              // ledger claim id -> job
-  CpuSet confining_;                                  // CPUs of jobs that confine others
-  uint64_t confine_calls_ = 0;                        // every 10th sweeps the root cgroup
-  std::map<pid_t, int> owner_pids_;                   // owner pid -> its jobs
+  JobBook book_;    // ids, bookings, dependents, envelopes, holdings
+  JobStore store_;  // the registry on disk
+  uint64_t confine_calls_ = 0;  // every 10th sweeps the root cgroup
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   std::set<uint64_t> pruning_;  // jobs forget_together() is forgetting now
   // Readings one loop turn shares among the jobs that need them: the jobs
@@ -437,8 +414,6 @@ class JobManager {
   };
   mutable TurnReadings turn_;
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
-  std::map<uint32_t, UserHoldings> holdings_;
-  bool registry_behind_ = false;  // a removal could not be written: snapshot at the next chance
   uint64_t memory_wakeups_version_ = 0;
 };
 

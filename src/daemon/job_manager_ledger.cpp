@@ -32,7 +32,7 @@ std::vector<std::string> JobManager::follow_ledger() {
 
   // Claims that left the ledger (released, or their owner died).
   std::vector<uint64_t> gone;
-  for (const auto& [claim, job] : adopted_) {
+  for (const auto& [claim, job] : book_.adopted()) {
     if (!present.count(claim)) gone.push_back(job);
   }
   for (uint64_t id : gone) {
@@ -46,14 +46,14 @@ std::vector<std::string> JobManager::follow_ledger() {
   for (const Claim& c : ledger.claims) {
     // A claim whose owner has exited is the ledger's to prune: adopting it
     // would book its CPUs and GPUs until the next owner sweep.
-    if (!adopted_.count(c.id) && (!d_.is_alive || d_.is_alive(c.owner))) fresh.push_back(&c);
+    if (!book_.adopted().count(c.id) && (!d_.is_alive || d_.is_alive(c.owner))) fresh.push_back(&c);
   }
   std::stable_sort(fresh.begin(), fresh.end(), [](const Claim* a, const Claim* b) { return a->envelope > b->envelope; });
   for (const Claim* c : fresh) {
-    if (next_id_ > JobRegistry::kMaxJobId) break;
+    if (book_.ids_exhausted()) break;
     Live j{JobRecord{}, std::nullopt, PhaseProfile(d_.now_ns())};
     JobRecord& r = j.record;
-    r.id = next_id_;
+    r.id = book_.take_id();
     r.owner = c->owner;
     r.uid = c->uid;
     r.cpus = c->cpus & d_.allowed;
@@ -82,7 +82,7 @@ std::vector<std::string> JobManager::follow_ledger() {
         }
       }
     }
-    const CpuUsage& u = r.parent != 0 ? nested_usage_[r.parent] : usage_;
+    const CpuUsage& u = r.parent != 0 ? book_.nested_usage(r.parent) : book_.node_usage();
     j.notes.push_back("adopted from the embedded ledger (claim " + std::to_string(c->id) +
                       "): booked by mlosd, not in a cgroup (its process placed itself)");
     if (r.parent != 0) j.notes.push_back("nested in job " + std::to_string(r.parent));
@@ -94,13 +94,12 @@ std::vector<std::string> JobManager::follow_ledger() {
                         " were already granted exclusively to another job");
     }
     if (r.parent == 0) {
-      if (std::string note = share_contended_gpus(r); !note.empty()) j.notes.push_back(note);
+      if (std::string note = book_.share_contended_gpus(r); !note.empty()) j.notes.push_back(note);
     }
     r.confines = confines(r);
     if (!(c->cpus & d_.allowed).count()) j.notes.push_back("its CPUs " + c->cpus.to_list() + " are outside mlosd's");
-    ++next_id_;
     auto [it, inserted] = jobs_.emplace(r.id, std::move(j));
-    book(it->second.record, +1);
+    book_.add(it->second.record);
     if (Status s = persist(it->second); !s) {
       report.push_back("could not record adopted job " + std::to_string(r.id) + ": " + s.error().describe());
       forget(r.id, "state file not saved");

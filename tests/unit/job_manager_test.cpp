@@ -1371,7 +1371,9 @@ class JobManagerMemoryTest : public JobManagerTest {
     if (!thresholds.is_null()) args["thresholds"] = thresholds;
     auto watched = m.watch_memory(peer, args, os::UniqueFd(dup(doorbell_)));
     EXPECT_TRUE(watched.ok()) << watched.error().describe();
-    if (watched.ok()) EXPECT_EQ((*watched)["report"]["level"], 0);
+    if (watched.ok()) {
+      EXPECT_EQ((*watched)["report"]["level"], 0);
+    }
     return id;
   }
   void use_memory(uint64_t job, uint64_t bytes) {
