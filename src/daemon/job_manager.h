@@ -37,18 +37,22 @@
 #include "core/phase_weights.h"
 #include "daemon/confinement.h"
 #include "daemon/job_book.h"
-#include "daemon/job_memory_watch.h"
+#include "daemon/job_cgroups.h"
+#include "daemon/job_memory_watches.h"
+#include "daemon/live_job.h"
 #include "daemon/job_metrics.h"
+#include "daemon/job_origin.h"
 #include "daemon/job_registry.h"
 #include "daemon/job_store.h"
 #include "policy/job_policy_requests.h"
-#include "policy/policy_effects.h"
+#include "policy/policy_grant.h"
 #include "daemon/registry_store.h"
 #include "daemon/user_quotas.h"
 #include "os/cgroup/cgroup_driver.h"
 #include "os/peer_credentials.h"
 #include "os/shared_page.h"
 #include "os/unique_fd.h"
+#include "protocol/grant.h"
 #include "policy/policy_hosts.h"
 
 namespace mlos::daemon {
@@ -167,15 +171,11 @@ class JobManager {
   Result<nlohmann::json> memory_status(const os::PeerCredentials& peer, uint64_t job);
   // Descriptors the event loop should watch for memory wake-ups, and what
   // to do when one fires (sample that job now).
-  struct MemoryWakeup {
-    uint64_t job;
-    int fd;
-    uint32_t events;  // for epoll
-  };
-  std::vector<MemoryWakeup> memory_wakeups() const;
+  using MemoryWakeup = JobMemoryWatches::Wakeup;
+  std::vector<MemoryWakeup> memory_wakeups() const { return memory_.wakeups(jobs_); }
   // Changes whenever memory_wakeups() may have changed (a watch armed, a
   // watched job forgotten), so the event loop resyncs only then.
-  uint64_t memory_wakeups_version() const { return memory_wakeups_version_; }
+  uint64_t memory_wakeups_version() const { return memory_.version(); }
   void memory_woke(uint64_t job, int fd);
 
   // Follows phase pages and rewrites CPU weights of jobs whose phase
@@ -273,53 +273,32 @@ class JobManager {
   std::optional<ProcessId> owner_of(uint64_t job) const;
 
  private:
-  struct Live {
-    JobRecord record;
-    std::optional<os::SharedPage> page;  // the job's phase page, read-only
-    PhaseProfile explicit_profile;       // phases sent over the socket
-    bool marked = false;                 // any phase seen yet
-    mlos_training_phase_t phase = MLOS_TRAINING_PHASE_IDLE;
-    uint32_t weight = 0;                 // applied cpu weight, 0 = none yet
-    bool protected_memory = false;       // memory.low applied
-    std::vector<std::string> notes;      // degraded effects, one line each
-    std::unique_ptr<JobMemoryWatch> memory;  // set by watch_memory
-    policy::PolicyEffects effects;       // what its policies set
-    policy::JobPolicyRequests requests;  // other policies, placement, reports its policies asked for
-    int pressure_level_seen = -1;        // last level told to its policies
-  };
+  using Live = LiveJob;
 
   Result<Live*> owned_job(const os::PeerCredentials& peer, uint64_t job);
+  // recover()'s steps (job_manager_recover.cpp): a dead owner's job pruned
+  // with its cgroup; a live owner's adopted (its owner moved back into a
+  // cgroup that vanished if `move_owner_in`); dependents left without
+  // their envelope or host made jobs of the node.
+  void prune_at_start(const JobRecord& r, std::vector<std::string>& report);
+  void adopt_at_start(const JobRecord& r, bool move_owner_in, std::vector<std::string>& report);
+  void stand_alone_at_start(std::vector<std::string>& report);
+  // A live claim of the embedded ledger booked as a job (follow_ledger).
+  void adopt_claim(const Claim& claim, std::vector<std::string>& report);
   JobRegistry registry() const;
   // One change, durable before the reply (JobStore).
   Status persist(const Live& job);
   Status persist_removal(const std::vector<uint64_t>& ids);
-  // Which GPU device files the cgroup of `j` may open; nullopt: no rule
-  // (no GPU claims, or a GPU's minor number unknown).
-  std::optional<os::GpuDeviceRule> gpu_device_rule(const Live& j) const;
-  // Creates/updates the job's cgroup for its current phase; unsupported
-  // limits become notes once.
-  void apply_cgroup(Live& job, bool create);
   // Reads the job's phase (page or last set_phase), tells the policies of
   // a change, and refreshes the cgroup that holds the job.
   void follow_phase(Live& job);
   // The job whose cgroup holds `job`'s threads: itself, or the envelope it
   // is nested in; nullptr if that job is gone.
   Live* cgroup_holder(Live& job);
-  // What a job's cgroup follows: the phases of the job and of the jobs
-  // nested in it.
-  struct Steering {
-    uint32_t weight = 0;
-    bool checkpoint = false;
-  };
-  Steering steering(const Live& job) const;
-  // Rewrites the job's cgroup weight (and memory protection) if its
-  // steering changed.
-  void refresh_cgroup(Live& job);
-  // `node`: the node's figures (MemAvailable, PSI), nullopt if unknown.
-  void follow_memory(Live& job, const std::optional<MemoryFigures>& node);
-  std::optional<MemoryFigures> node_figures() const;
   // Starts the job's watch on `doorbell` (validated), records it.
   Status start_memory_watch(Live& job, os::UniqueFd doorbell, int owner_fd, const nlohmann::json& thresholds);
+  // Tells the job's policies of a new memory pressure level (none: no change).
+  void tell_pressure(const Live& job, std::optional<int> level);
   void forget(uint64_t id, const std::string& why);
   // When a job that others depend on goes: its nested jobs become jobs of
   // the node (and get cgroups of their own), its guests a new host.
@@ -327,6 +306,25 @@ class JobManager {
   // forget()s `ids` (all ending for `why`), dependents before the jobs they
   // depend on, none re-homed onto or rewriting a job that goes too.
   void forget_together(std::vector<uint64_t> ids, const std::string& why);
+  // Where a granted job goes (job_manager_grant.cpp): the job the process
+  // runs in (`nested` in it, or else its host), the owner's cgroup outside
+  // mlosd's, and the placement.
+  struct GrantPlan {
+    Live* enclosing = nullptr;
+    bool nested = false;
+    JobOrigin origin;
+    Placement placement;
+  };
+  // Quotas, bounds and placement for `x` (its GPU bounds filled in).
+  Result<GrantPlan> plan_grant(const os::PeerCredentials& peer, const ProcessId& owner, protocol::GrantRequest& x);
+  // The job as granted: recorded, booked, in its cgroup (not persisted).
+  Live& admit(const os::PeerCredentials& peer, const ProcessId& owner, const protocol::GrantRequest& x,
+              const GrantPlan& plan, os::UniqueFd page);
+  // Maps the owner's phase page (its number `owner_fd`), or notes why not.
+  void map_phase_page(Live& job, const os::UniqueFd& page, int owner_fd);
+  // Attaches the policies of a job just admitted and the defaults; the
+  // reply once their verdicts are in (finish_grant).
+  Result<nlohmann::json> attach_grant_policies(Live& job, const Placement& placement);
   // The end of request() once the policies it asked for gave their
   // verdicts: the reply, or (a refusal) the job taken back.
   Result<nlohmann::json> finish_grant(uint64_t id, const Placement& placement, const std::optional<Error>& refused);
@@ -334,7 +332,6 @@ class JobManager {
   // the node (JobBook::stand_alone), its notes shown by `mlos status`.
   // Does not touch cgroups.
   void stand_alone(Live& child, uint64_t gone);
-  std::optional<PhaseSnapshot> phase_snapshot(const Live& job) const;
   // The job `who` runs inside, if any: the job whose cgroup holds it, else
   // the innermost envelope owned by it or an ancestor.
   Live* enclosing_job(const ProcessId& who);
@@ -344,13 +341,12 @@ class JobManager {
   // operation that may change them; cheap when nothing changed).
   void confine();
   JobSample sample(const Live& job) const;
-  // The cgroup the job's process is in: its own, or its parent's or host's.
-  std::string cgroup_of(const Live& job) const;
-  os::CgroupLimits limits_for(const Live& job) const;
 
   // Policy modules (job_manager_policies.cpp).
   policy::PolicyHosts::Callbacks policy_callbacks();
   std::optional<mlos_policy_job_figures_t> policy_figures(uint64_t job) const;
+  // What the job's cgroup lets its policies set (policy/policy_grant.h).
+  policy::GrantScope grant_scope(const Live& job) const;
   Status apply_policy_action(const std::string& policy, const policy::Action& action);
   void take_back_policy(const std::string& policy, uint64_t job);
   // Polls the hosts, then carries out the policies' queued requests and
@@ -398,6 +394,8 @@ class JobManager {
   std::map<uint64_t, Live> jobs_;
   JobBook book_;    // ids, bookings, dependents, envelopes, holdings
   JobStore store_;  // the registry on disk
+  JobCgroups cgroups_;  // the jobs' cgroups (a no-op without a driver)
+  JobMemoryWatches memory_;
   uint64_t confine_calls_ = 0;  // every 10th sweeps the root cgroup
   std::set<uint64_t> watched_;  // jobs whose owner the event loop watches
   std::set<uint64_t> pruning_;  // jobs forget_together() is forgetting now
@@ -414,7 +412,6 @@ class JobManager {
   };
   mutable TurnReadings turn_;
   uint64_t sweep_cursor_ = 0;    // the last job the sweep checked
-  uint64_t memory_wakeups_version_ = 0;
 };
 
 }  // namespace mlos::daemon

@@ -6,7 +6,6 @@
 
 #include "daemon/job_manager.h"
 #include "os/log_sink.h"
-#include "policy/file_advice.h"
 
 namespace mlos::daemon {
 
@@ -27,102 +26,71 @@ std::optional<mlos_policy_job_figures_t> JobManager::policy_figures(uint64_t id)
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   const Live& j = it->second;
-  mlos_policy_job_figures_t f = policy::empty_figures(id);
-  f.now_seconds = static_cast<double>(d_.now_ns()) / 1e9;
-  f.phase = j.marked ? j.phase : MLOS_TRAINING_PHASE_IDLE;
-  f.priority = j.record.priority;
   const JobSample s = sample(j);
-  for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-    f.phase_seconds[p] = s.phase_seconds[p];
-    f.phase_entries[p] = s.phase_entries[p];
-  }
-  policy::set_figure_cpus(f, j.record.cpus);
+  policy::JobFigureSources in;
+  in.job = id;
+  in.now_ns = d_.now_ns();
+  if (j.marked) in.phase = j.phase;
+  std::copy(std::begin(s.phase_seconds), std::end(s.phase_seconds), in.phase_seconds);
+  std::copy(std::begin(s.phase_entries), std::end(s.phase_entries), in.phase_entries);
+  in.priority = j.record.priority;
+  in.cpus = j.record.cpus;
   const auto mems = j.record.mems.to_vector();
-  f.primary_node = mems.empty() ? -1 : mems.front();
-  f.recommended_threads = grant_threads(j);
-  if (s.cpu_seconds) f.cpu_seconds = *s.cpu_seconds;
+  in.primary_node = mems.empty() ? -1 : mems.front();
+  in.recommended_threads = grant_threads(j);
+  in.cpu_seconds = s.cpu_seconds;
   if (d_.process_cpu_seconds) {
     auto [own, fresh] = turn_.owner_cpu_seconds.try_emplace(j.record.owner.pid);
     if (fresh) {
       if (auto read = d_.process_cpu_seconds(j.record.owner.pid)) own->second = *read;
     }
-    if (own->second) f.owner_cpu_seconds = *own->second;
+    in.owner_cpu_seconds = own->second;
   }
   if (d_.cpu_busy_seconds) {
     auto [busy, fresh] = turn_.busy_seconds.try_emplace(j.record.cpus.to_list());
     if (fresh) {
       if (auto read = d_.cpu_busy_seconds(j.record.cpus)) busy->second = *read;
     }
-    if (busy->second) f.cpus_busy_seconds = *busy->second;
+    in.cpus_busy_seconds = busy->second;
   }
-  if (s.memory_bytes) {
-    f.memory_bytes = *s.memory_bytes;
-    f.memory_known = 1;
-  }
-  f.memory_limit_bytes = j.record.memory_bytes;
-  if (s.memory_pressure_level) f.memory_pressure_level = *s.memory_pressure_level;
-  if (s.activity) f.collective_seconds = static_cast<double>(s.activity->collective_ns) / 1e9;
-  return f;
+  in.memory_bytes = s.memory_bytes;
+  in.memory_limit_bytes = j.record.memory_bytes;
+  in.memory_pressure_level = s.memory_pressure_level;
+  if (s.activity) in.collective_seconds = static_cast<double>(s.activity->collective_ns) / 1e9;
+  return policy::job_figures(in);
+}
+
+policy::GrantScope JobManager::grant_scope(const Live& j) const {
+  policy::GrantScope scope;
+  scope.cpus = j.record.cpus.count();
+  scope.uid = j.record.uid;
+  scope.memory_limit = j.record.memory_bytes;
+  if (!d_.cgroups) scope.no_cpu_weight = "mlosd runs without cgroups";
+  if (!d_.cgroups || j.record.parent != 0 || j.record.host != 0) scope.no_memory = "the job has no cgroup of its own";
+  // The v1 driver can only note memory.low: nothing would protect the job.
+  if (cgroup_version_ == "v1") scope.no_memory_low = "cgroup v1 has no memory protection (memory.low is v2 only)";
+  scope.no_io_weight = "mlosd's cgroup drivers set no I/O weight yet";
+  return scope;
 }
 
 Status JobManager::apply_policy_action(const std::string& policy, const policy::Action& a) {
   auto it = jobs_.find(a.job);
   if (it == jobs_.end()) return make_error(MLOS_ERR_NOT_FOUND, "job " + std::to_string(a.job) + " is gone");
   Live& j = it->second;
-  const uint64_t limit = j.record.memory_bytes;
-  switch (a.kind) {
-    case policy::ActionKind::kCpuWeight:
-      if (a.value < 1 || a.value > 10000) return make_error(MLOS_ERR_INVALID_ARGUMENT, "cpu weight outside 1..10000");
-      if (!d_.cgroups) return make_error(MLOS_ERR_UNSUPPORTED, "mlosd runs without cgroups");
-      j.effects.cpu_weight.set(static_cast<uint32_t>(a.value), policy);
-      refresh_after_policy(j);
-      return Status::Ok();
-    case policy::ActionKind::kThreads:
-      return j.effects.advise_threads(a.value, j.record.cpus.count(), policy);
-    case policy::ActionKind::kMemoryHigh:
-    case policy::ActionKind::kMemoryLow: {
-      if (limit == 0) return make_error(MLOS_ERR_PERMISSION, "the job has no memory limit for a policy to stay within");
-      if (a.value > limit) {
-        return make_error(MLOS_ERR_PERMISSION, std::to_string(a.value) + " bytes is over the job's limit (" +
-                                                   std::to_string(limit) + ")");
-      }
-      if (!d_.cgroups || j.record.parent != 0 || j.record.host != 0) {
-        return make_error(MLOS_ERR_UNSUPPORTED, "the job has no cgroup of its own");
-      }
-      if (a.kind == policy::ActionKind::kMemoryLow && cgroup_version_ == "v1") {
-        // Accepting it would tell the policy the job is protected when
-        // nothing is (the v1 driver can only note it).
-        return make_error(MLOS_ERR_UNSUPPORTED, "cgroup v1 has no memory protection (memory.low is v2 only)");
-      }
-      auto& setting = a.kind == policy::ActionKind::kMemoryHigh ? j.effects.memory_high : j.effects.memory_low;
-      setting.set(a.value, policy);
-      apply_cgroup(j, false);
-      return Status::Ok();
-    }
-    case policy::ActionKind::kIoWeight:
-      return make_error(MLOS_ERR_UNSUPPORTED, "mlosd's cgroup drivers set no I/O weight yet");
-    case policy::ActionKind::kFileAdvice:
-      return policy::advise_file(a.path, j.record.uid, a.value, a.offset, a.length);
-    case policy::ActionKind::kRequestPolicy:
-    case policy::ActionKind::kReleasePolicy:
-    case policy::ActionKind::kRecommendPlacement:
-    case policy::ActionKind::kReport:
-      // Shown in the job's status; a placement is only recommended (a new
-      // request is the only way to change one).
-      return j.requests.take(policy, a, policy_ops_);
-  }
-  return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
+  auto granted = j.policy.grant(policy, a, grant_scope(j), policy_ops_);
+  if (!granted) return granted.error();
+  if (*granted == policy::PolicyGranted::kCpuWeight) refresh_after_policy(j);
+  if (*granted == policy::PolicyGranted::kMemory) cgroups_.apply(j, false);
+  return Status::Ok();  // a report is shown from memory: nothing to publish
 }
 
 void JobManager::take_back_policy(const std::string& policy, uint64_t job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
   Live& j = it->second;
-  const bool memory = (j.effects.memory_high.value && j.effects.memory_high.by == policy) ||
-                      (j.effects.memory_low.value && j.effects.memory_low.by == policy);
-  (void)j.requests.take_back(policy, job, policy_ops_);
-  if (!j.effects.take_back(policy)) return;
-  if (memory && j.record.parent == 0 && j.record.host == 0) apply_cgroup(j, false);
+  const policy::PolicyTakenBack back = j.policy.take_back(policy, job, policy_ops_);
+  if (!back.effects) return;
+  if (back.memory && j.record.parent == 0 && j.record.host == 0) cgroups_.apply(j, false);
   refresh_after_policy(j);
 }
 
@@ -130,7 +98,7 @@ void JobManager::refresh_after_policy(Live& j) {
   // The weight lands on the cgroup that holds the job: its own, or its
   // envelope's. The phase is not read again: the policy answered the
   // change that follow_phase already saw (one pass, no second round trip).
-  if (Live* top = cgroup_holder(j)) refresh_cgroup(*top);
+  if (Live* top = cgroup_holder(j)) cgroups_.refresh(*top);
 }
 
 policy::PolicyHosts::Verdict JobManager::note_policy_failure(uint64_t id, std::string note_prefix,
@@ -218,7 +186,7 @@ Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_
         if (refused) return *refused;
         auto it = jobs_.find(job);
         if (it == jobs_.end()) return make_error(MLOS_ERR_INVALID_HANDLE, "job " + std::to_string(job) + " ended meanwhile");
-        it->second.requests.owner_took(name);
+        it->second.policy.requests().owner_took(name);
         it->second.record.policies[name] = config;
         if (Status s = persist(it->second); !s) return s.error();
         return json{{"policies", policies_->policies_of(job)}};
@@ -230,7 +198,7 @@ Status JobManager::release_policy(const os::PeerCredentials& peer, uint64_t job,
   if (!j) return j.error();
   if (!policies_) return make_error(MLOS_ERR_NOT_FOUND, "this mlosd runs without policy modules");
   if (Status s = policies_->detach(name, job); !s) return s;
-  (*j)->requests.owner_took(name);
+  (*j)->policy.requests().owner_took(name);
   (*j)->record.policies.erase(name);
   return persist(**j);
 }
@@ -244,9 +212,9 @@ json JobManager::advice_json(const Live& j) const {
       failed.push_back(json{{"name", name}, {"why", why}});
     }
   }
-  const auto& t = j.effects.threads;
-  const auto& w = j.effects.cpu_weight;
-  return json{{"threads", t.value ? *t.value : grant_threads(j)},
+  const auto& t = j.policy.effects().threads;
+  const auto& w = j.policy.effects().cpu_weight;
+  return json{{"threads", j.policy.threads(grant_threads(j))},
               {"threads_advised", t.value.has_value()},
               {"threads_by", t.value ? json(t.by) : json(nullptr)},
               {"cpu_weight", j.weight != 0 ? json(j.weight) : json(nullptr)},
@@ -304,7 +272,7 @@ void JobManager::poll_policies() {
       policy_ops_, *policies_,
       [this](uint64_t id) -> policy::JobPolicyRequests* {
         auto it = jobs_.find(id);
-        return it == jobs_.end() ? nullptr : &it->second.requests;
+        return it == jobs_.end() ? nullptr : &it->second.policy.requests();
       },
       [](uint64_t) {});  // shown from memory: nothing to publish
 }

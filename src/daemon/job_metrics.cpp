@@ -174,70 +174,74 @@ void JobMetrics::update(const std::vector<JobSample>& samples, const std::atomic
   }
   for (const auto& s : samples) {
     if (cancelled()) return;
-    auto& series = jobs_[s.job_id];
-    if (!series) {
-      series = std::make_unique<JobSeries>();
-      series->labels = {
-          {"job_id", std::to_string(s.job_id)}, {"label", label_value(s.label)}, {"uid", std::to_string(s.uid)}};
-      for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-        Labels with_phase = series->labels;
-        with_phase["phase"] = PhasePolicy::name(p);
-        series->phase[p] = &phase_.Add(with_phase);
-        series->seconds[p].counter = &phase_seconds_.Add(with_phase);
-        series->entries[p].counter = &transitions_.Add(with_phase);
-      }
-      series->cpus = &cpus_.Add(series->labels);
-    }
-    const Labels& labels = series->labels;
-    // The info series follows what may change for a running job (its
-    // exclusivity after an adoption, its cluster ids).
-    Labels info = labels;
-    info["exclusive"] = s.exclusive ? "true" : "false";
-    info["pod_uid"] = label_value(s.pod_uid);
-    info["slurm_job_id"] = label_value(s.slurm_job_id);
-    if (!series->info || info != series->info_labels) {
-      if (series->info) info_.Remove(series->info);
-      series->info = &info_.Add(info);
-      series->info->Set(1);
-      series->info_labels = info;
-    }
-    series->cpus->Set(s.cpus);
+    update_job(s);
+  }
+}
+
+void JobMetrics::update_job(const JobSample& s) {
+  auto& series = jobs_[s.job_id];
+  if (!series) {
+    series = std::make_unique<JobSeries>();
+    series->labels = {
+        {"job_id", std::to_string(s.job_id)}, {"label", label_value(s.label)}, {"uid", std::to_string(s.uid)}};
     for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-      series->phase[p]->Set(p == s.phase ? 1 : 0);
-      advance(series->seconds[p], s.phase_seconds[p]);
-      advance(series->entries[p], static_cast<double>(s.phase_entries[p]));
+      Labels with_phase = series->labels;
+      with_phase["phase"] = PhasePolicy::name(p);
+      series->phase[p] = &phase_.Add(with_phase);
+      series->seconds[p].counter = &phase_seconds_.Add(with_phase);
+      series->entries[p].counter = &transitions_.Add(with_phase);
     }
-    if (s.memory_stall_seconds) {
-      if (!series->stall.counter) series->stall.counter = &memory_stall_.Add(labels);
-      advance(series->stall, *s.memory_stall_seconds);
-    }
-    if (s.cpu_seconds) {
-      if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add(labels);
-      advance(series->cpu, *s.cpu_seconds);
-    }
-    if (s.memory_bytes) {
-      if (!series->memory) series->memory = &memory_.Add(labels);
-      series->memory->Set(static_cast<double>(*s.memory_bytes));
-    }
-    if (s.memory_limit_bytes) {
-      if (!series->memory_limit) series->memory_limit = &memory_limit_.Add(labels);
-      series->memory_limit->Set(static_cast<double>(*s.memory_limit_bytes));
-    }
-    if (s.memory_pressure_level) {
-      if (!series->pressure_level) series->pressure_level = &pressure_level_.Add(labels);
-      series->pressure_level->Set(*s.memory_pressure_level);
-    }
-    if (s.memory_pressure_changes) {
-      if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add(labels);
-      advance(series->pressure_changes, static_cast<double>(*s.memory_pressure_changes));
-    }
-    update_gpus(*series, s);
-    if (s.activity) {
-      const auto values = activity_values(*s.activity);
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (!series->activity[i].counter) series->activity[i].counter = &activity_[i]->Add(labels);
-        advance(series->activity[i], values[i]);
-      }
+    series->cpus = &cpus_.Add(series->labels);
+  }
+  const Labels& labels = series->labels;
+  // The info series follows what may change for a running job (its
+  // exclusivity after an adoption, its cluster ids).
+  Labels info = labels;
+  info["exclusive"] = s.exclusive ? "true" : "false";
+  info["pod_uid"] = label_value(s.pod_uid);
+  info["slurm_job_id"] = label_value(s.slurm_job_id);
+  if (!series->info || info != series->info_labels) {
+    if (series->info) info_.Remove(series->info);
+    series->info = &info_.Add(info);
+    series->info->Set(1);
+    series->info_labels = info;
+  }
+  series->cpus->Set(s.cpus);
+  for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
+    series->phase[p]->Set(p == s.phase ? 1 : 0);
+    advance(series->seconds[p], s.phase_seconds[p]);
+    advance(series->entries[p], static_cast<double>(s.phase_entries[p]));
+  }
+  if (s.memory_stall_seconds) {
+    if (!series->stall.counter) series->stall.counter = &memory_stall_.Add(labels);
+    advance(series->stall, *s.memory_stall_seconds);
+  }
+  if (s.cpu_seconds) {
+    if (!series->cpu.counter) series->cpu.counter = &cpu_seconds_.Add(labels);
+    advance(series->cpu, *s.cpu_seconds);
+  }
+  if (s.memory_bytes) {
+    if (!series->memory) series->memory = &memory_.Add(labels);
+    series->memory->Set(static_cast<double>(*s.memory_bytes));
+  }
+  if (s.memory_limit_bytes) {
+    if (!series->memory_limit) series->memory_limit = &memory_limit_.Add(labels);
+    series->memory_limit->Set(static_cast<double>(*s.memory_limit_bytes));
+  }
+  if (s.memory_pressure_level) {
+    if (!series->pressure_level) series->pressure_level = &pressure_level_.Add(labels);
+    series->pressure_level->Set(*s.memory_pressure_level);
+  }
+  if (s.memory_pressure_changes) {
+    if (!series->pressure_changes.counter) series->pressure_changes.counter = &pressure_changes_.Add(labels);
+    advance(series->pressure_changes, static_cast<double>(*s.memory_pressure_changes));
+  }
+  update_gpus(*series, s);
+  if (s.activity) {
+    const auto values = activity_values(*s.activity);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!series->activity[i].counter) series->activity[i].counter = &activity_[i]->Add(labels);
+      advance(series->activity[i], values[i]);
     }
   }
 }

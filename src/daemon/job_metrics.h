@@ -95,6 +95,8 @@ class JobMetrics {
   struct JobSeries;
   void drop(uint64_t job);
   // Brings the job's mlos_job_gpu_info series to the GPUs it holds.
+  // One job's series brought to `s` (made at its first sample).
+  void update_job(const JobSample& s);
   void update_gpus(JobSeries& series, const JobSample& s);
 
   std::shared_ptr<prometheus::Registry> registry_;

@@ -2,6 +2,7 @@
 #include "daemon/request_handler.h"
 
 #include <ctime>
+#include <map>
 
 #include "core/json_fields.h"
 #include "protocol/daemon_client.h"
@@ -93,8 +94,107 @@ json users_json(const JobManager& jobs, const RequestContext& ctx) {
   return out;
 }
 
-json done(uint64_t id, const Status& s) {
-  return s ? json{{"id", id}, {"ok", true}} : protocol::error_reply(id, s.error());
+// One request being answered.
+struct Call {
+  JobManager& jobs;
+  const RequestContext& ctx;
+  const os::PeerCredentials& peer;
+  const protocol::Request& req;
+  os::UniqueFd fd;
+  json reply;
+};
+
+// The reply with `answer` merged in, or its error.
+json merged(Call& c, const Result<json>& answer) {
+  if (!answer) return protocol::error_reply(c.req.id, answer.error());
+  c.reply.update(*answer);
+  return std::move(c.reply);
+}
+
+json done(const Call& c, const Status& s) {
+  return s ? json{{"id", c.req.id}, {"ok", true}} : protocol::error_reply(c.req.id, s.error());
+}
+
+json hello(Call& c) {
+  const json& args = c.req.args;
+  if (args.contains("protocol") && args["protocol"] != protocol::kProtocolVersion) {
+    return protocol::error_reply(c.req.id, make_error(MLOS_ERR_VERSION_MISMATCH,
+                                                      "mlosd speaks protocol " +
+                                                          std::to_string(protocol::kProtocolVersion) +
+                                                          ", the client " + args["protocol"].dump()));
+  }
+  c.reply["daemon"] = c.ctx.info;
+  c.reply["protocol"] = protocol::kProtocolVersion;
+  c.reply["you"] = {{"pid", c.peer.pid}, {"uid", c.peer.uid}, {"gid", c.peer.gid}};
+  return std::move(c.reply);
+}
+
+json status(Call& c) {
+  // Paged, so a reply stays far below the frame limit at any number of
+  // jobs (about 1 KiB a job): clients follow "next_after".
+  const json& args = c.req.args;
+  uint64_t after = 0, limit = kDefaultStatusPage;
+  if (args.contains("after")) after = non_negative_field(args, "after");
+  if (args.contains("limit")) limit = non_negative_field(args, "limit");
+  if (limit == 0 || limit > kMaxStatusPage) {
+    throw std::invalid_argument("'limit' must be 1.." + std::to_string(kMaxStatusPage));
+  }
+  json& reply = c.reply;
+  reply.update(c.jobs.status(after, static_cast<size_t>(limit)));
+  reply["daemon"] = c.ctx.info;
+  reply["daemon"]["uptime_seconds"] =
+      static_cast<int64_t>(time(nullptr)) - c.ctx.info.value("started_unix", int64_t{0});
+  reply["daemon"]["clients"] = c.ctx.clients;
+  reply["users"] = users_json(c.jobs, c.ctx);
+  if (c.ctx.gpu_figures) add_gpu_figures(reply, c.ctx.gpu_figures());
+  return std::move(reply);
+}
+
+json metrics(Call& c) {
+  if (!c.ctx.metrics_text) return protocol::error_reply(c.req.id, make_error(MLOS_ERR_UNSUPPORTED, "no metrics here"));
+  std::string text = c.ctx.metrics_text();
+  // The HTTP endpoint has no such bound: it is where a large node is
+  // scraped from.
+  if (text.size() > protocol::kDefaultMaxPayload - 4096) {
+    return protocol::error_reply(c.req.id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
+                                                      "the metrics text is " + std::to_string(text.size()) +
+                                                          " bytes, more than one reply frame holds; scrape the "
+                                                          "HTTP endpoint (metrics_listen) instead"));
+  }
+  c.reply["text"] = std::move(text);
+  return std::move(c.reply);
+}
+
+// Every op of the protocol (docs/protocol.md), by name.
+using Op = json (*)(Call&);
+const std::map<std::string, Op>& ops() {
+  static const std::map<std::string, Op> table = {
+      {"hello", hello},
+      {"status", status},
+      {"metrics", metrics},
+      {"request", [](Call& c) { return merged(c, c.jobs.request(c.peer, c.req.args, std::move(c.fd))); }},
+      {"watch_memory", [](Call& c) { return merged(c, c.jobs.watch_memory(c.peer, c.req.args, std::move(c.fd))); }},
+      {"memory_status", [](Call& c) { return merged(c, c.jobs.memory_status(c.peer, job_field(c.req.args))); }},
+      {"policy_request",
+       [](Call& c) {
+         const json config = c.req.args.value("config", json::object());
+         return merged(c, c.jobs.request_policy(c.peer, job_field(c.req.args), string_arg(c.req.args, "name"), config));
+       }},
+      {"policy_release",
+       [](Call& c) {
+         return done(c, c.jobs.release_policy(c.peer, job_field(c.req.args), string_arg(c.req.args, "name")));
+       }},
+      {"advice", [](Call& c) { return merged(c, c.jobs.advice(job_field(c.req.args))); }},
+      {"policies", [](Call& c) { return merged(c, c.jobs.policies_status()); }},
+      {"policy_load", [](Call& c) { return merged(c, c.jobs.load_policy(c.peer, string_arg(c.req.args, "name"))); }},
+      {"policy_unload", [](Call& c) { return done(c, c.jobs.unload_policy(c.peer, string_arg(c.req.args, "name"))); }},
+      {"release", [](Call& c) { return done(c, c.jobs.release(c.peer, job_field(c.req.args))); }},
+      {"phase",
+       [](Call& c) { return done(c, c.jobs.set_phase(c.peer, job_field(c.req.args), int_arg(c.req.args, "phase"))); }},
+      {"attach",
+       [](Call& c) { return done(c, c.jobs.attach(c.peer, job_field(c.req.args), int_arg(c.req.args, "pid"))); }},
+  };
+  return table;
 }
 
 }  // namespace
@@ -102,98 +202,12 @@ json done(uint64_t id, const Status& s) {
 json handle_request(JobManager& jobs, const RequestContext& ctx, const os::PeerCredentials& peer, const protocol::Request& req,
                     os::UniqueFd fd) {
   try {
-    json reply{{"id", req.id}, {"ok", true}};
-    if (req.op == "hello") {
-      if (req.args.contains("protocol") && req.args["protocol"] != protocol::kProtocolVersion) {
-        return protocol::error_reply(req.id, make_error(MLOS_ERR_VERSION_MISMATCH,
-                                              "mlosd speaks protocol " + std::to_string(protocol::kProtocolVersion) +
-                                                  ", the client " + req.args["protocol"].dump()));
-      }
-      reply["daemon"] = ctx.info;
-      reply["protocol"] = protocol::kProtocolVersion;
-      reply["you"] = {{"pid", peer.pid}, {"uid", peer.uid}, {"gid", peer.gid}};
-      return reply;
+    auto op = ops().find(req.op);
+    if (op == ops().end()) {
+      return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown op '" + req.op + "'"));
     }
-    if (req.op == "status") {
-      // Paged, so a reply stays far below the frame limit at any number of
-      // jobs (about 1 KiB a job): clients follow "next_after".
-      uint64_t after = 0, limit = kDefaultStatusPage;
-      if (req.args.contains("after")) after = non_negative_field(req.args, "after");
-      if (req.args.contains("limit")) limit = non_negative_field(req.args, "limit");
-      if (limit == 0 || limit > kMaxStatusPage) {
-        throw std::invalid_argument("'limit' must be 1.." + std::to_string(kMaxStatusPage));
-      }
-      reply.update(jobs.status(after, static_cast<size_t>(limit)));
-      reply["daemon"] = ctx.info;
-      reply["daemon"]["uptime_seconds"] = static_cast<int64_t>(time(nullptr)) - ctx.info.value("started_unix", int64_t{0});
-      reply["daemon"]["clients"] = ctx.clients;
-      reply["users"] = users_json(jobs, ctx);
-      if (ctx.gpu_figures) add_gpu_figures(reply, ctx.gpu_figures());
-      return reply;
-    }
-    if (req.op == "metrics") {
-      if (!ctx.metrics_text) return protocol::error_reply(req.id, make_error(MLOS_ERR_UNSUPPORTED, "no metrics here"));
-      std::string text = ctx.metrics_text();
-      // The HTTP endpoint has no such bound: it is where a large node is
-      // scraped from.
-      if (text.size() > protocol::kDefaultMaxPayload - 4096) {
-        return protocol::error_reply(req.id, make_error(MLOS_ERR_BUFFER_TOO_SMALL,
-                                              "the metrics text is " + std::to_string(text.size()) +
-                                                  " bytes, more than one reply frame holds; scrape the HTTP "
-                                                  "endpoint (metrics_listen) instead"));
-      }
-      reply["text"] = std::move(text);
-      return reply;
-    }
-    if (req.op == "request") {
-      auto granted = jobs.request(peer, req.args, std::move(fd));
-      if (!granted) return protocol::error_reply(req.id, granted.error());
-      reply.update(*granted);
-      return reply;
-    }
-    if (req.op == "watch_memory") {
-      auto watched = jobs.watch_memory(peer, req.args, std::move(fd));
-      if (!watched) return protocol::error_reply(req.id, watched.error());
-      reply.update(*watched);
-      return reply;
-    }
-    if (req.op == "memory_status") {
-      auto status = jobs.memory_status(peer, job_field(req.args));
-      if (!status) return protocol::error_reply(req.id, status.error());
-      reply.update(*status);
-      return reply;
-    }
-    if (req.op == "policy_request") {
-      const json config = req.args.value("config", json::object());
-      auto attached = jobs.request_policy(peer, job_field(req.args), string_arg(req.args, "name"), config);
-      if (!attached) return protocol::error_reply(req.id, attached.error());
-      reply.update(*attached);
-      return reply;
-    }
-    if (req.op == "policy_release") {
-      return done(req.id, jobs.release_policy(peer, job_field(req.args), string_arg(req.args, "name")));
-    }
-    if (req.op == "advice") {
-      auto advice = jobs.advice(job_field(req.args));
-      if (!advice) return protocol::error_reply(req.id, advice.error());
-      reply.update(*advice);
-      return reply;
-    }
-    if (req.op == "policies") {
-      reply.update(jobs.policies_status());
-      return reply;
-    }
-    if (req.op == "policy_load") {
-      auto loaded = jobs.load_policy(peer, string_arg(req.args, "name"));
-      if (!loaded) return protocol::error_reply(req.id, loaded.error());
-      reply.update(*loaded);
-      return reply;
-    }
-    if (req.op == "policy_unload") return done(req.id, jobs.unload_policy(peer, string_arg(req.args, "name")));
-    if (req.op == "release") return done(req.id, jobs.release(peer, job_field(req.args)));
-    if (req.op == "phase") return done(req.id, jobs.set_phase(peer, job_field(req.args), int_arg(req.args, "phase")));
-    if (req.op == "attach") return done(req.id, jobs.attach(peer, job_field(req.args), int_arg(req.args, "pid")));
-    return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown op '" + req.op + "'"));
+    Call call{jobs, ctx, peer, req, std::move(fd), json{{"id", req.id}, {"ok", true}}};
+    return op->second(call);
   } catch (const std::exception& e) {
     return protocol::error_reply(req.id, make_error(MLOS_ERR_INVALID_ARGUMENT, req.op + ": " + e.what()));
   }

@@ -30,9 +30,8 @@
 #include "os/monotonic_clock.h"
 #include "os/process_memory.h"
 #include "os/unique_fd.h"
-#include "policy/file_advice.h"
 #include "policy/job_policy_requests.h"
-#include "policy/policy_effects.h"
+#include "policy/policy_grant.h"
 
 namespace mlos {
 
@@ -89,8 +88,7 @@ struct EmbeddedPolicies::State {
     std::shared_ptr<ReadLog> reads;
     std::function<std::optional<int>()> pressure;
     mlos_training_phase_t told = MLOS_TRAINING_PHASE_IDLE;  // the phase the policies last heard of
-    policy::PolicyEffects effects;
-    policy::JobPolicyRequests requests;  // other policies, placement, reports
+    policy::PolicyGrant policy;          // what its policies set and asked for
     std::string report_dir;              // where its report file goes; "": none
   };
 
@@ -108,7 +106,7 @@ struct EmbeddedPolicies::State {
   std::unique_ptr<policy::PolicyHosts> hosts;
   std::deque<policy::JobPolicyOp> job_policy_ops;
   json report_of(uint64_t id, const Served& j) const {
-    json out = j.requests.report();
+    json out = j.policy.requests().report();
     out["job"] = id;
     return out;
   }
@@ -148,16 +146,16 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     auto it = s->jobs.find(id);
     if (it == s->jobs.end()) return std::nullopt;
     const State::Served& j = it->second;
-    const uint64_t now = os::monotonic_ns();
-    mlos_policy_job_figures_t f = policy::empty_figures(id);
-    f.now_seconds = static_cast<double>(now) / 1e9;
+    policy::JobFigureSources in;
+    in.job = id;
+    in.now_ns = os::monotonic_ns();
     if (auto snap = j.phases->read()) {
-      f.phase = snap->phase;
+      in.phase = snap->phase;
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
         uint64_t ns = snap->phase_ns[p];
-        if (p == snap->phase && now > snap->entered_ns) ns += now - snap->entered_ns;
-        f.phase_seconds[p] = static_cast<double>(ns) / 1e9;
-        f.phase_entries[p] = snap->entries[p];
+        if (p == snap->phase && in.now_ns > snap->entered_ns) ns += in.now_ns - snap->entered_ns;
+        in.phase_seconds[p] = static_cast<double>(ns) / 1e9;
+        in.phase_entries[p] = snap->entries[p];
       }
     }
     // Like its CPU time, the job's collectives are the process's: a DDP
@@ -167,47 +165,32 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     for (const auto& [other_id, other] : s->jobs) {
       if (auto snap = other.phases->read(); snap && snap->activity) collective_ns += snap->activity->collective_ns;
     }
-    f.collective_seconds = static_cast<double>(collective_ns) / 1e9;
-    f.priority = j.grant.priority;
-    policy::set_figure_cpus(f, j.grant.cpus);
-    f.primary_node = j.grant.primary_node;
-    f.recommended_threads = j.grant.recommended_threads;
+    in.collective_seconds = static_cast<double>(collective_ns) / 1e9;
+    in.priority = j.grant.priority;
+    in.cpus = j.grant.cpus;
+    in.primary_node = j.grant.primary_node;
+    in.recommended_threads = j.grant.recommended_threads;
     // The job is this process (every job of the process, if it has several).
-    if (auto own = o_.process_cpu_seconds()) f.cpu_seconds = f.owner_cpu_seconds = *own;
-    if (auto busy = o_.cpu_busy_seconds(j.grant.cpus)) f.cpus_busy_seconds = *busy;
-    if (auto rss = o_.resident_bytes()) {
-      f.memory_bytes = *rss;
-      f.memory_known = 1;
-    }
-    f.memory_limit_bytes = j.grant.memory_bytes;
-    if (auto level = j.pressure ? j.pressure() : std::nullopt) f.memory_pressure_level = *level;
-    return f;
+    in.cpu_seconds = in.owner_cpu_seconds = o_.process_cpu_seconds();
+    in.cpus_busy_seconds = o_.cpu_busy_seconds(j.grant.cpus);
+    in.memory_bytes = o_.resident_bytes();
+    in.memory_limit_bytes = j.grant.memory_bytes;
+    if (j.pressure) in.memory_pressure_level = j.pressure();
+    return policy::job_figures(in);
   };
   cb.apply = [s](const std::string& by, const policy::Action& a) -> Status {
     auto it = s->jobs.find(a.job);
     if (it == s->jobs.end()) return make_error(MLOS_ERR_NOT_FOUND, "job " + std::to_string(a.job) + " is gone");
     State::Served& j = it->second;
-    switch (a.kind) {
-      case policy::ActionKind::kThreads:
-        return j.effects.advise_threads(a.value, j.grant.cpus.count(), by);
-      case policy::ActionKind::kFileAdvice:
-        return policy::advise_file(a.path, geteuid(), a.value, a.offset, a.length);
-      case policy::ActionKind::kRequestPolicy:
-      case policy::ActionKind::kReleasePolicy:
-      case policy::ActionKind::kRecommendPlacement:
-      case policy::ActionKind::kReport: {
-        Status st = j.requests.take(by, a, s->job_policy_ops);
-        if (st && policy::JobPolicyRequests::shows(a.kind)) s->publish(a.job, j);
-        return st;
-      }
-      case policy::ActionKind::kCpuWeight:
-      case policy::ActionKind::kIoWeight:
-      case policy::ActionKind::kMemoryHigh:
-      case policy::ActionKind::kMemoryLow:
-        return make_error(MLOS_ERR_UNSUPPORTED, std::string(policy::action_kind_name(a.kind)) +
-                                                    ": an embedded job has no cgroup of its own (mlosd gives it one)");
-    }
-    return make_error(MLOS_ERR_INVALID_ARGUMENT, "unknown action");
+    policy::GrantScope scope;
+    scope.cpus = j.grant.cpus.count();
+    scope.uid = geteuid();
+    scope.memory_limit = j.grant.memory_bytes;
+    scope.no_cgroups = "an embedded job has no cgroup of its own (mlosd gives it one)";
+    auto granted = j.policy.grant(by, a, scope, s->job_policy_ops);
+    if (!granted) return granted.error();
+    if (*granted == policy::PolicyGranted::kReport) s->publish(a.job, j);
+    return Status::Ok();
   };
   cb.reads = [s](const std::string& by, uint64_t id, policy::ReadBudget budget) -> std::optional<policy::JobReads> {
     auto it = s->jobs.find(id);
@@ -218,8 +201,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     auto it = s->jobs.find(id);
     if (it == s->jobs.end()) return;
     State::Served& j = it->second;
-    j.effects.take_back(by);
-    if (j.requests.take_back(by, id, s->job_policy_ops)) s->publish(id, j);
+    if (j.policy.take_back(by, id, s->job_policy_ops).report) s->publish(id, j);
   };
   s_->hosts = std::make_unique<policy::PolicyHosts>(o_.hosts, std::move(cb));
   s_->thread = std::thread([this] { loop(); });
@@ -301,7 +283,7 @@ void EmbeddedPolicies::State::run_job_policy_ops() {
       job_policy_ops, *hosts,
       [this](uint64_t id) -> policy::JobPolicyRequests* {
         auto it = jobs.find(id);
-        return it == jobs.end() ? nullptr : &it->second.requests;
+        return it == jobs.end() ? nullptr : &it->second.policy.requests();
       },
       [this](uint64_t id) { publish(id, jobs.at(id)); });
 }
@@ -371,7 +353,7 @@ Result<std::vector<std::string>> EmbeddedPolicies::request(uint64_t job, const s
       out = st.error();
       return;
     }
-    if (it->second.requests.owner_took(name)) s_->publish(job, it->second);
+    if (it->second.policy.requests().owner_took(name)) s_->publish(job, it->second);
     out = s_->hosts->policies_of(job);
   });
   return out;
@@ -383,7 +365,7 @@ Status EmbeddedPolicies::release(uint64_t job, const std::string& name) {
     auto it = s_->jobs.find(job);
     if (it == s_->jobs.end()) return;
     out = s_->hosts->detach(name, job);
-    if (out && it->second.requests.owner_took(name)) s_->publish(job, it->second);
+    if (out && it->second.policy.requests().owner_took(name)) s_->publish(job, it->second);
   });
   return out;
 }
@@ -395,8 +377,8 @@ Result<PolicyAdvice> EmbeddedPolicies::advice(uint64_t job) {
     if (it == s_->jobs.end()) return;
     const State::Served& j = it->second;
     PolicyAdvice a;
-    const auto& t = j.effects.threads;
-    a.threads = t.value ? *t.value : std::max(1, j.grant.recommended_threads);
+    const auto& t = j.policy.effects().threads;
+    a.threads = j.policy.threads(j.grant.recommended_threads);
     a.threads_advised = t.value.has_value();
     a.threads_by = t.value ? t.by : "";
     a.policies = s_->hosts->policies_of(job);
