@@ -4,6 +4,7 @@
 
     python3 bench/daemon_scale.py [--jobs 10000] [--owners 4] [--soak-seconds 60] [--cgroups none|real]
                                   [--out DIR] [--quick]
+    python3 bench/daemon_scale.py --compare-with OLD_BUILD_DIR [--repeats 3] [--jobs 10000] [--out DIR]
 
 Needs root (owners run as their own uids: the users mlos-soak-0..N are
 created if missing) and a build (build/bin/mlosd, $MLOS_BUILD_DIR). Starts a
@@ -31,7 +32,16 @@ themselves: any failure is mlosd's), and each registry compaction's pause
 (mlosd logs it). Writes DIR/daemon_scale.json and prints a markdown table.
 Timing is reported, never judged (this machine is shared); the exit status
 is 1 if a job was lost or left over, the root job lost its CPU, a policy
-failed, or a cgroup was left behind."""
+failed, or a cgroup was left behind.
+
+Comparison (`--compare-with`): mlosd, its policy host and policies from
+another build (an older commit's build directory) against this build's,
+interleaved (this, other, this, other, ... `--repeats` times each), the
+clients always this build's. Each run measures the scale part at 50 and at
+`--jobs` jobs (no kill, no soak); the table gives, per build and size, the
+median over runs of the request median and p99, with the runs' range (the
+run-to-run spread to judge a difference by). Writes
+DIR/daemon_scale_compare.json."""
 import argparse
 import json
 import os
@@ -49,7 +59,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
-from daemon_helpers import CGROUP_ROOT, V1_CONTROLLERS, Client, Daemon, encode, read_frame  # noqa: E402
+from conftest import build_dir as REPO_BUILD  # noqa: E402
+from daemon_helpers import CGROUP_ROOT, V1_HIERARCHIES, Client, Daemon, encode, read_frame  # noqa: E402
 
 OWNER = r"""
 import json, os, sys, time
@@ -177,7 +188,7 @@ def prune_time(d, owner, expected_after):
 def start_root_job(d):
     """A root job on an exclusive CPU through the published API, granted
     before the crowd arrives (later, shared jobs cover every CPU)."""
-    binary = str(Path(d.binary).parent / "mlos_daemon_job_client")
+    binary = str(REPO_BUILD() / "bin" / "mlos_daemon_job_client")  # this build's client, whatever mlosd's
     job = subprocess.Popen([binary, "1", "1", "root-exclusive"], env=d.client_env(), stdout=subprocess.PIPE, text=True)
     line = job.stdout.readline()
     if not line.startswith("GRANTED"):
@@ -204,7 +215,7 @@ def compaction_pauses(d):
 
 
 def leftover_cgroups(d):
-    roots = [CGROUP_ROOT] if d.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_CONTROLLERS]
+    roots = [CGROUP_ROOT] if d.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_HIERARCHIES]
     return [str(r / d.base) for r in roots if d.base and (r / d.base).exists()]
 
 
@@ -294,6 +305,64 @@ def soak(d, uids, seconds, held_by_others, root, population):
     }
 
 
+class DaemonFrom(Daemon):
+    """mlosd with its policy host and policies from another build."""
+
+    def __init__(self, tmp_path, build, **kw):
+        super().__init__(tmp_path, policy_dir=Path(build) / "policies", **kw)
+        self.build = Path(build)
+
+    @property
+    def binary(self):
+        return str(self.build / "bin" / "mlosd")
+
+    def argv(self):
+        a = super().argv()
+        a[a.index("--policy-host") + 1] = str((self.build / "bin" / "mlos-policyhost").resolve())
+        return a
+
+
+def one_scale_run(daemon, uids, jobs):
+    """The scale part alone at 50 and `jobs` jobs, on a fresh mlosd."""
+    daemon.start()
+    owners = []
+    try:
+        owners = [Owner(daemon.socket, uid) for uid in uids]
+        rows, _ = scale(daemon, owners, jobs, [0, jobs - 50])
+        return rows
+    finally:
+        for o in owners:
+            o.kill()
+        daemon.stop()
+        daemon.remove_cgroups()
+
+
+def compare(a, uids):
+    builds = {"this": None, "other": Path(a.compare_with).resolve()}
+    runs = {name: [] for name in builds}
+    for rep in range(a.repeats):
+        for name, build in builds.items():
+            work = Path(tempfile.mkdtemp(prefix=f"mlos-scale-{name}-"))
+            os.chmod(work, 0o755)
+            d = Daemon(work, cgroups=a.cgroups, confine="off") if build is None else \
+                DaemonFrom(work, build, cgroups=a.cgroups, confine="off")
+            print(f"run {rep + 1}/{a.repeats}: {name} ({d.binary})", file=sys.stderr)
+            runs[name].append(one_scale_run(d, uids, a.jobs))
+    result = {"jobs": a.jobs, "repeats": a.repeats, "other": str(builds["other"]), "runs": runs}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "daemon_scale_compare.json").write_text(json.dumps(result, indent=2))
+    print("| jobs | build | request median ms (runs' range) | request p99 ms (runs' range) |\n|---:|---|---:|---:|")
+    for level in range(2):
+        for name in builds:
+            rows = [run[level] for run in runs[name]]
+            med = [r["request_median_ms"] for r in rows]
+            p99 = [r["request_p99_ms"] for r in rows]
+            print(f"| {rows[0]['jobs']} | {name} | {statistics.median(med):.2f} ({min(med):.2f}-{max(med):.2f}) | "
+                  f"{statistics.median(p99):.2f} ({min(p99):.2f}-{max(p99):.2f}) |")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=10000)
@@ -303,12 +372,17 @@ def main():
     ap.add_argument("--cgroups", choices=["none", "real"], default="none",
                     help="none: the daemon alone; real: a cgroup per job in this machine's hierarchy")
     ap.add_argument("--quick", action="store_true", help="200 jobs, 3 s of soak: checks that it runs")
+    ap.add_argument("--compare-with", metavar="BUILD_DIR",
+                    help="another build's mlosd against this build's, interleaved (the scale part only)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each build with --compare-with")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("daemon_scale.py needs root (owners run as their own users)")
     if a.quick:
         a.jobs, a.soak_seconds = 200, 3
     uids = ensure_users(a.owners)
+    if a.compare_with:
+        return compare(a, uids)
     work = Path(tempfile.mkdtemp(prefix="mlos-scale-"))
     os.chmod(work, 0o755)
     d = Daemon(work, cgroups=a.cgroups, confine="off")

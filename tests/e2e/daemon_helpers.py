@@ -19,6 +19,10 @@ from conftest import build_dir
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V1_CPUSET = CGROUP_ROOT / "cpuset"
 V1_CONTROLLERS = ("cpuset", "cpu", "memory", "cpuacct")
+# Where mlosd may make cgroups under its base on v1: the controllers it
+# needs, and devices (a GPU job's device rules), so a test removes its base
+# from each.
+V1_HIERARCHIES = V1_CONTROLLERS + ("devices",)
 
 
 def real_hierarchy() -> str:
@@ -182,7 +186,7 @@ class Daemon:
         if not self.base:
             return
         self.restore_narrowed()
-        roots = [CGROUP_ROOT] if self.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_CONTROLLERS]
+        roots = [CGROUP_ROOT] if self.cgroups == "v2" else [CGROUP_ROOT / ctl for ctl in V1_HIERARCHIES]
         for root in roots:
             base = root / self.base
             if not base.is_dir():

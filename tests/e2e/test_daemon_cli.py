@@ -232,7 +232,7 @@ def _v1_unusable() -> str:
 
 
 def _remove_cgroup_base(base: str) -> None:
-    for ctl in V1_CONTROLLERS:
+    for ctl in V1_CONTROLLERS + ("devices",):  # devices: a GPU job's device rules
         root = Path("/sys/fs/cgroup") / ctl
         d = root / base
         if not d.is_dir():
