@@ -10,7 +10,13 @@ other on top of the components) do not include each other.
 
 A folder is src/<name>, tools, policies (the shipped policy modules),
 python (the extension's C++) or include (the public headers, mlos/*.h).
+
+It also checks that the Python package (python/mlos_training) has no
+import circle: no module imports, at load time, a module that imports it
+(a package's __init__ included: a submodule the root imports must not take
+names from the root).
 """
+import ast
 import argparse
 import collections
 import os
@@ -105,6 +111,45 @@ def circles(edges, nodes):
     return found
 
 
+PACKAGE = os.path.join(ROOT, "python", "mlos_training")
+
+
+def python_module_of(path):
+    """'mlos_training.x.y' (a package by its __init__) for a file of PACKAGE."""
+    rel = os.path.relpath(path, os.path.dirname(PACKAGE))[:-len(".py")].split(os.sep)
+    return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+
+
+def python_imports():
+    """(module, module it imports at load time) -> [file:line], over PACKAGE.
+    Imports inside functions run later and cannot form a load-time circle;
+    `from . import name` imports the submodule `name` if there is one, else
+    the package."""
+    modules = {}
+    for d, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                modules[python_module_of(os.path.join(d, name))] = os.path.join(d, name)
+    found = collections.defaultdict(list)
+    for module, path in modules.items():
+        is_package = path.endswith("__init__.py")
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        for node in tree.body:  # load time only: the module's top level
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            base = module.split(".")
+            base = base[:len(base) - node.level + (1 if is_package else 0)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                to = sub if sub in modules or alias.name == "_core" else target
+                where = f"{os.path.relpath(path, ROOT)}:{node.lineno}"
+                if to != module and to in modules and where not in found[(module, to)]:
+                    found[(module, to)].append(where)
+    return found, set(modules)
+
+
 def problems(found):
     out = []
     for (a, b), where in sorted(found.items()):
@@ -122,6 +167,10 @@ def problems(found):
     for circle in circles(found.keys(), FLOORS[FLOOR_OF["policy"]][1]):
         where = [w for x, y in zip(circle, circle[1:]) for w in found[(x, y)]]
         out.append(("components in a circle: " + " -> ".join(circle), where))
+    imports, modules = python_imports()
+    for circle in circles(imports.keys(), modules):
+        where = [w for x, y in zip(circle, circle[1:]) for w in imports[(x, y)]]
+        out.append(("Python modules import each other: " + " -> ".join(circle), where))
     return out
 
 

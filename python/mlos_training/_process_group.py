@@ -7,7 +7,8 @@ the ranks meet and what errors mean."""
 import datetime
 import os
 
-from . import SUM, _core, release_resources, request_resources
+from . import _core
+from ._resources import SUM, release_resources, request_resources
 from .enums import ReduceOp, member_by_name
 from .errors import CODES, MLOSError, check
 

@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 
-from . import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER, allowed_cpus
+from ._resources import PHASE_DATA_LOADING, PHASE_FORWARD, PHASE_OPTIMIZER, allowed_cpus
 from .context import MLOSTrainingContext
 from .errors import MLOSError
 

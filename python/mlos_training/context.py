@@ -16,8 +16,9 @@ import os
 import sys
 import threading
 
-from . import (PHASE_FORWARD, PHASE_IDLE, _core, bind_current_thread, release_resources, request_resources,
-               set_phase)
+from . import _core
+from ._resources import (PHASE_FORWARD, PHASE_IDLE, bind_current_thread, release_resources, request_resources,
+                         set_phase)
 from .enums import Phase, phase_value
 from .errors import MLOSError, c_integer, invalid_argument
 from .thread_advice import AdvisedThreads

@@ -36,7 +36,8 @@ import os
 
 import torch
 
-from . import PHASE_DATA_LOADING, _core
+from . import _core
+from ._resources import PHASE_DATA_LOADING
 from .context import current
 from .errors import CODES, MLOSError, c_integer, check, invalid_argument
 
