@@ -5,6 +5,7 @@ Each test's daemon gets a private socket and state directory under tmp_path
 and, when it uses the real cgroup hierarchy (v1 on the development
 machines, v2 in the VM test bed, tests/vm), a cgroup base of its own
 (removed afterwards), so tests never see each other's jobs."""
+import errno
 import json
 import os
 import signal
@@ -193,13 +194,8 @@ class Daemon:
                 continue
             # Deepest first: v2 job cgroups may have children of their own.
             for child in sorted((p for p in base.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                for pid in (child / "cgroup.procs").read_text().split():
-                    try:
-                        (root / "cgroup.procs").write_text(pid)
-                    except OSError:
-                        pass
-                child.rmdir()
-            base.rmdir()
+                empty_and_remove(child, root)
+            empty_and_remove(base, root)
 
 
     def restore_narrowed(self):
@@ -280,6 +276,25 @@ def wait_for(predicate, timeout=5.0, interval=0.02):
     return predicate()
 
 
+def empty_and_remove(cgroup: Path, root: Path, tries: int = 50):
+    """Moves the processes of `cgroup` to `root` and removes it. Retried:
+    a process in it may fork meanwhile (node confinement puts every process
+    of the machine in <base>/shared), and its child lands there too."""
+    for attempt in range(tries):
+        for pid in (cgroup / "cgroup.procs").read_text().split():
+            try:
+                (root / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass  # exited meanwhile
+        try:
+            cgroup.rmdir()
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or attempt == tries - 1:
+                raise
+            time.sleep(0.02)
+
+
 class Started:
     """What a test started (Daemons, Popen processes), stopped whatever its
     outcome: call it on each thing, and stop_all() at teardown."""
@@ -297,8 +312,14 @@ class Started:
             try:
                 if isinstance(thing, Daemon):
                     if thing.proc and thing.proc.poll() is None:
-                        thing.proc.kill()
-                        thing.proc.wait(10)
+                        # SIGTERM first: a stopping mlosd gives the node
+                        # back itself (a killed one leaves every process of
+                        # the machine in <base>/shared for remove_cgroups).
+                        try:
+                            thing.stop()
+                        except subprocess.TimeoutExpired:
+                            thing.proc.kill()
+                            thing.proc.wait(10)
                     thing.remove_cgroups()
                 elif thing.poll() is None:
                     thing.kill()

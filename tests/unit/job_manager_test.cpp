@@ -27,6 +27,7 @@
 #include "fakes/fake_cgroup_v2_fs.h"
 #include "os/cgroup/cgroup_driver.h"
 #include "os/checked_json_file.h"
+#include "os/monotonic_clock.h"
 #include "os/shared_page.h"
 
 namespace mlos::daemon {
@@ -114,7 +115,7 @@ class JobManagerTest : public ::testing::Test {
       if (it == client_fds_.end()) return make_sys_error(EBADF, "no such descriptor");
       return os::UniqueFd(dup(it->second));
     };
-    d.now_ns = [this] { return now_ns_; };
+    d.now_ns = clock_.clock();
     d.now_unix = [] { return int64_t{1700000000}; };
     // The job cgroup a process sits in, as /proc/<pid>/cgroup would say.
     d.job_of_process = [this](pid_t pid) -> std::optional<uint64_t> {
@@ -135,7 +136,7 @@ class JobManagerTest : public ::testing::Test {
     auto page = os::SharedPage::create("t");
     EXPECT_TRUE(page.ok());
     void* data = page->data();
-    return std::unique_ptr<ClientPage>(new ClientPage{std::move(*page), PhasePageWriter(data, now_ns_)});
+    return std::unique_ptr<ClientPage>(new ClientPage{std::move(*page), PhasePageWriter(data, clock_.now_ns())});
   }
 
   // Requests a job for `peer` passing `page` the way the control server does:
@@ -186,7 +187,7 @@ class JobManagerTest : public ::testing::Test {
   std::map<pid_t, FakeProcess> processes_;
   std::vector<pid_t> moves_;  // pids move_process moved, in order
   std::map<std::pair<pid_t, int>, int> client_fds_;
-  uint64_t now_ns_ = 5'000'000'000;
+  os::ManualClock clock_{5'000'000'000};
 };
 
 // ---- granting CPUs ----
@@ -381,16 +382,16 @@ TEST_F(JobManagerTest, PagePhaseFollowedOnTick) {
   ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}}, *page).ok());
   EXPECT_EQ(find_job(m->status(), 1)["phase_source"], "page");
 
-  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, clock_.advance_ns(1000));
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100") << "nothing changes before the tick";
   EXPECT_TRUE(m->tick().empty());
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
   EXPECT_EQ(find_job(m->status(), 1)["phase"], "BACKWARD");
 
-  page->writer.publish(MLOS_TRAINING_PHASE_DATA_LOADING, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_DATA_LOADING, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "50");
-  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "10");
 }
@@ -399,7 +400,7 @@ TEST_F(JobManagerTest, PhaseWeightIsScaledByPriority) {
   auto m = make_manager();
   auto page = make_page();
   ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}, {"priority", -5}}, *page).ok());
-  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");  // 400 * (100 - 50) / 100
 }
@@ -410,12 +411,12 @@ TEST_F(JobManagerTest, CheckpointProtectsMemoryAndLeavingItResetsProtection) {
   ASSERT_TRUE(request_with_page(*m, spawn(101, kAlice), {{"num_cpus", 1}, {"memory_bytes", kGigabyte}}, *page).ok());
   EXPECT_EQ(cgroup_file(1, "memory.low"), "0");
 
-  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_CHECKPOINT, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "400");
   EXPECT_EQ(cgroup_file(1, "memory.low"), "1000000000");
 
-  page->writer.publish(MLOS_TRAINING_PHASE_FORWARD, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_FORWARD, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "100");
   EXPECT_EQ(cgroup_file(1, "memory.low"), "0");
@@ -722,10 +723,10 @@ TEST_F(JobManagerTest, AnEnvelopeOwnersOwnRequestNestsAndSteersTheEnvelopesCgrou
   EXPECT_TRUE(CpuSet::parse_list((*inner)["cpus"].get<std::string>())
                   ->is_subset_of(*CpuSet::parse_list((*outer)["cpus"].get<std::string>())));
   // The command's phases reach every thread of it: through the envelope's cgroup.
-  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
-  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_IDLE, clock_.advance_ns(1000));
   m->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "10");
   // The nested job goes: the envelope is steered by nobody, normal again.
@@ -1189,7 +1190,7 @@ TEST_F(JobManagerTest, RecoverMapsTheAdoptedJobsPhasePageAgain) {
   auto second = make_manager();
   ASSERT_TRUE(second->recover().ok());
   EXPECT_EQ(find_job(second->status(), 1)["phase_source"], "page");
-  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, now_ns_ += 1000);
+  page->writer.publish(MLOS_TRAINING_PHASE_BACKWARD, clock_.advance_ns(1000));
   second->tick();
   EXPECT_EQ(cgroup_file(1, "cpu.weight"), "200");
 }
@@ -1417,10 +1418,10 @@ TEST_F(JobManagerMemoryTest, LevelChangesRingTheOwnersDoorbellAndShowInStatus) {
   // Back down only after the hold time (1 s by default).
   use_memory(id, kGigabyte / 2);
   m->tick();
-  now_ns_ += 999'000'000;
+  clock_.advance_ns(999'000'000);
   m->tick();
   EXPECT_EQ(memory_pressure::rings(doorbell_), 0u);
-  now_ns_ += 1'000'000;
+  clock_.advance_ns(1'000'000);
   m->tick();
   EXPECT_EQ(memory_pressure::rings(doorbell_), 1u);
   EXPECT_EQ((*m->memory_status(alice, id))["report"]["level"], MLOS_MEMORY_PRESSURE_NORMAL);
