@@ -67,10 +67,12 @@ _mlos() {
   local words="" opts="-h --help"
   case $sub in
     "")
-      words="topo status top daemon run policy"
+      words="topo status top daemon run policy env"
       opts="-h --help --version" ;;
     topo)
       opts="--json -h --help" ;;
+    env)
+      opts="--markdown -h --help" ;;
     status)
       opts="--json --source --socket -h --help" ;;
     top)

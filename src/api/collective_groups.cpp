@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "os/environment.h"
+
 namespace mlos {
 
 CollectiveGroups& CollectiveGroups::instance() {
@@ -95,9 +97,7 @@ Status CollectiveGroups::run_on_slot(Slot& slot, int rank, int world_size,
     }
     return op(*slot.group);
   }
-  auto config =
-      collectives::group_config_from(rank, world_size, [](const char* n) { return std::getenv(n); }, slot.store,
-                                     slot.overrides);
+  auto config = collectives::group_config_from(rank, world_size, os::env_or_foreign, slot.store, slot.overrides);
   if (!config) return config.error();
   if (slot.group) ++slot.generation;  // the last one broke
   config->prefix += "/" + std::to_string(slot.generation);

@@ -10,6 +10,7 @@
 
 #include "engine/daemon_claim_broker.h"
 #include "engine/ledger_claim_broker.h"
+#include "os/environment.h"
 #include "protocol/daemon_client.h"
 
 namespace mlos {
@@ -47,7 +48,7 @@ Result<std::shared_ptr<ClaimBroker>> daemon_engine() {
 }  // namespace
 
 Result<std::shared_ptr<ClaimBroker>> select_broker() {
-  const char* mode = std::getenv("MLOS_MODE");
+  const char* mode = os::env("MLOS_MODE");
   const bool is_auto = mode == nullptr || !*mode || strcmp(mode, "auto") == 0;
   if (!is_auto && strcmp(mode, "embedded") != 0 && strcmp(mode, "daemon") != 0) {
     return make_error(MLOS_ERR_INVALID_ARGUMENT,

@@ -10,11 +10,12 @@
 
 #include "api/collective_groups.h"
 #include "core/profile_report.h"
+#include "os/environment.h"
 
 namespace mlos::api {
 
 void report_profile_if_asked(const Job& job, const void* handle) {
-  const char* where = std::getenv("MLOS_PROFILE");
+  const char* where = os::env("MLOS_PROFILE");
   if (where == nullptr || *where == '\0' || std::strcmp(where, "0") == 0) return;
   auto snap = job.snapshot();
   if (!snap) return;
@@ -27,8 +28,8 @@ void report_profile_if_asked(const Job& job, const void* handle) {
   f.communication_ns = comm.nanoseconds;
   f.collective_calls = comm.calls;
   f.collective_bytes = comm.bytes;
-  if (const char* t = std::getenv("MLOS_TUNE_CHOICE"); t != nullptr) f.tuning = t;
-  if (const char* r = std::getenv("MLOS_TUNE_REASON"); r != nullptr) f.tuning_reason = r;
+  if (const char* t = os::env("MLOS_TUNE_CHOICE"); t != nullptr) f.tuning = t;
+  if (const char* r = os::env("MLOS_TUNE_REASON"); r != nullptr) f.tuning_reason = r;
   const std::string text = format_profile(f);
   const bool to_stderr = std::strcmp(where, "1") == 0 || std::strcmp(where, "stderr") == 0;
   const int fd = to_stderr ? STDERR_FILENO : ::open(where, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

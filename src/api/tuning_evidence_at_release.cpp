@@ -5,12 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "os/environment.h"
 #include "tune/tuning_store.h"
 
 namespace mlos::api {
 
 void record_step_time_if_asked(const Job& job) {
-  const char* path = std::getenv("MLOS_TUNE_EVIDENCE");
+  const char* path = os::env("MLOS_TUNE_EVIDENCE");
   if (path == nullptr || *path != '/') return;
   auto snap = job.snapshot();
   if (!snap) return;

@@ -53,9 +53,9 @@ Status parse_tcp(const std::string& s, const std::string& hostport, GroupConfig*
 
 // Without MLOS_STORE: torch's env:// convention, a TCPStore at
 // MASTER_ADDR:MASTER_PORT.
-Status parse_master_address(const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
-  const char* addr = getenv("MASTER_ADDR");
-  const char* port = getenv("MASTER_PORT");
+Status parse_master_address(const std::function<const char*(const char*)>& env, GroupConfig* c) {
+  const char* addr = env("MASTER_ADDR");
+  const char* port = env("MASTER_PORT");
   const bool has_addr = addr && *addr, has_port = port && *port;
   if (!has_addr && !has_port) {
     return bad("no rendezvous store: set MLOS_STORE=file:/shared/dir (one host or a shared file system), "
@@ -79,8 +79,8 @@ Status parse_master_address(const std::function<const char*(const char*)>& geten
 
 // MLOS_STORE's value (or the MASTER_ADDR fallback) into c->store and its
 // fields.
-Status parse_store(const char* value, const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
-  if (!value || !*value) return parse_master_address(getenv, c);
+Status parse_store(const char* value, const std::function<const char*(const char*)>& env, GroupConfig* c) {
+  if (!value || !*value) return parse_master_address(env, c);
   const std::string s = value;
   if (s.rfind("file:", 0) == 0) {
     c->store = GroupConfig::StoreKind::kFile;
@@ -115,19 +115,19 @@ Status parse_store(const char* value, const std::function<const char*(const char
 // a boolean (C++: 1/true/TRUE); any of them counts here, as in
 // mlos_training.distributed. Any rank may start before the server
 // listens: the others retry until the timeout.
-bool agent_serves_store(const std::function<const char*(const char*)>& getenv) {
-  const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+bool agent_serves_store(const std::function<const char*(const char*)>& env) {
+  const char* agent = env("TORCHELASTIC_USE_AGENT_STORE");
   return agent && (strcasecmp(agent, "true") == 0 || std::strcmp(agent, "1") == 0);
 }
 
-bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(const char*)>& getenv) {
-  return c.rank == 0 && !agent_serves_store(getenv);
+bool may_serve_tcp_store(const GroupConfig& c, const std::function<const char*(const char*)>& env) {
+  return c.rank == 0 && !agent_serves_store(env);
 }
 
 // MLOS_STORE_SECRET: for a TCPStore, which our server (or one of ours that
 // another rank 0 started) checks; a store of another kind does not use it.
-Status parse_secret(const std::function<const char*(const char*)>& getenv, GroupConfig* c) {
-  const char* s = getenv("MLOS_STORE_SECRET");
+Status parse_secret(const std::function<const char*(const char*)>& env, GroupConfig* c) {
+  const char* s = env("MLOS_STORE_SECRET");
   if (!s || !*s) return Status::Ok();
   const std::string secret = s;
   const bool printable = std::all_of(secret.begin(), secret.end(), [](char ch) { return ch > ' ' && ch < 127; });
@@ -137,7 +137,7 @@ Status parse_secret(const std::function<const char*(const char*)>& getenv, Group
                std::to_string(secret.size()) + ")");
   }
   if (c->store != GroupConfig::StoreKind::kTcp) return Status::Ok();  // not ours to protect: unused
-  if (agent_serves_store(getenv)) {
+  if (agent_serves_store(env)) {
     return bad("MLOS_STORE_SECRET is set, but torchrun's agent serves this store (torch's own, which takes no "
                "secret; unset it under torchrun)");
   }
@@ -156,7 +156,7 @@ Status validate(const GroupOverrides& o) {
 }
 
 Result<GroupConfig> group_config_from(int rank, int world_size,
-                                      const std::function<const char*(const char*)>& getenv,
+                                      const std::function<const char*(const char*)>& env,
                                       std::shared_ptr<gloo::rendezvous::Store> caller_store,
                                       const GroupOverrides& overrides) {
   GroupConfig c;
@@ -165,7 +165,7 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
       *out = given;
       return Status::Ok();
     }
-    const char* v = getenv(name);
+    const char* v = env(name);
     long long x = 0;
     if (!v) return bad(std::string(name) + " is not set and the call gave no value");
     if (!parse_int(v, 0, 1 << 20, &x)) return bad(std::string(name) + "=\"" + v + "\" is not a valid number");
@@ -182,15 +182,15 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
   if (caller_store) {
     c.store = GroupConfig::StoreKind::kCaller;
     c.caller_store = std::move(caller_store);
-  } else if (Status st = parse_store(getenv("MLOS_STORE"), getenv, &c); !st) {
+  } else if (Status st = parse_store(env("MLOS_STORE"), env, &c); !st) {
     return st.error();
   }
-  if (c.store == GroupConfig::StoreKind::kTcp) c.tcp_may_serve = may_serve_tcp_store(c, getenv);
-  if (Status st = parse_secret(getenv, &c); !st) return st.error();
+  if (c.store == GroupConfig::StoreKind::kTcp) c.tcp_may_serve = may_serve_tcp_store(c, env);
+  if (Status st = parse_secret(env, &c); !st) return st.error();
 
   if (overrides.timeout.count() > 0) {
     c.timeout = overrides.timeout;
-  } else if (const char* t = getenv("MLOS_COLLECTIVE_TIMEOUT_MS")) {
+  } else if (const char* t = env("MLOS_COLLECTIVE_TIMEOUT_MS")) {
     long long ms = 0;
     if (!parse_int(t, 1, kMaxTimeoutMs, &ms)) {
       return bad(std::string("MLOS_COLLECTIVE_TIMEOUT_MS=\"") + t + "\" must be 1..3600000");
@@ -199,14 +199,14 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
   }
   if (!overrides.prefix.empty()) {
     c.prefix = overrides.prefix;
-  } else if (const char* g = getenv("MLOS_GROUP")) {
+  } else if (const char* g = env("MLOS_GROUP")) {
     c.prefix = g;
     if (!valid_prefix(c.prefix)) {
       return bad(std::string("MLOS_GROUP=\"") + g + "\" must be non-empty, without spaces or '/'");
     }
   }
-  if (c.store == GroupConfig::StoreKind::kTcp && overrides.prefix.empty() && !getenv("MLOS_GROUP")) {
-    if (const char* restarts = getenv("TORCHELASTIC_RESTART_COUNT")) {
+  if (c.store == GroupConfig::StoreKind::kTcp && overrides.prefix.empty() && !env("MLOS_GROUP")) {
+    if (const char* restarts = env("TORCHELASTIC_RESTART_COUNT")) {
       long long n = 0;
       if (!parse_int(restarts, 0, 1 << 30, &n)) {
         return bad(std::string("TORCHELASTIC_RESTART_COUNT=\"") + restarts + "\" is not a valid number");
@@ -214,8 +214,8 @@ Result<GroupConfig> group_config_from(int rank, int world_size,
       if (n > 0) c.prefix += ".restart" + std::to_string(n);
     }
   }
-  if (const char* h = getenv("MLOS_COLLECTIVE_HOST")) c.hostname = h;
-  if (const char* i = getenv("MLOS_COLLECTIVE_IFACE")) c.iface = i;
+  if (const char* h = env("MLOS_COLLECTIVE_HOST")) c.hostname = h;
+  if (const char* i = env("MLOS_COLLECTIVE_IFACE")) c.iface = i;
   return c;
 }
 

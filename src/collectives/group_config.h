@@ -57,6 +57,9 @@ struct GroupOverrides {
 // prefix with spaces or '/'.
 Status validate(const GroupOverrides& o);
 
+// `env` reads a variable (nullptr: unset): os::env_or_foreign in libmlos,
+// a map in tests; every MLOS_ name it is asked for is in core/environment.h's
+// table.
 // rank/world_size: the call's values, or -1 to take RANK and WORLD_SIZE
 // from the environment. Store: `caller_store` when given (MLOS_STORE is
 // then not read), else MLOS_STORE = "file:/shared/dir",
@@ -77,7 +80,7 @@ Status validate(const GroupOverrides& o);
 // argument or variable for anything missing, malformed or inconsistent
 // (0 <= rank < world_size).
 Result<GroupConfig> group_config_from(int rank, int world_size,
-                                      const std::function<const char*(const char*)>& getenv,
+                                      const std::function<const char*(const char*)>& env,
                                       std::shared_ptr<gloo::rendezvous::Store> caller_store = nullptr,
                                       const GroupOverrides& overrides = {});
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "os/environment.h"
+
 namespace mlos::collectives {
 
 namespace {
@@ -16,7 +18,7 @@ std::string version_text(int v) {
 }
 
 void load(NcclLibrary& n) {
-  const char* chosen = std::getenv("MLOS_NCCL_LIBRARY");
+  const char* chosen = os::env("MLOS_NCCL_LIBRARY");
   void* library = nullptr;
   std::string name;
   if (chosen != nullptr && *chosen != '\0') {

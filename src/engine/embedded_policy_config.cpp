@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/comma_list.h"
+#include "os/environment.h"
 #include "os/install_location.h"
 
 namespace mlos {
@@ -11,7 +12,7 @@ namespace mlos {
 namespace {
 
 const char* env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = os::env(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
@@ -24,7 +25,7 @@ std::string embedded_policy_dir() {
 }
 
 std::vector<std::string> embedded_default_policies() {
-  if (const char* d = std::getenv("MLOS_DEFAULT_POLICIES")) return split_comma_list(d);
+  if (const char* d = os::env("MLOS_DEFAULT_POLICIES")) return split_comma_list(d);
   return {"thread-governor"};
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/job.h"
 
+#include "os/environment.h"
 #include "os/log_sink.h"
 #include "os/process_self.h"
 
@@ -416,7 +417,7 @@ Result<std::shared_ptr<MemoryWatch>> Job::watch_locked() {
   if (thresholds_) {
     t = *thresholds_;
   } else {
-    auto env = thresholds_from_env(MemoryThresholds{}, [](const char* name) { return std::getenv(name); });
+    auto env = thresholds_from_env(MemoryThresholds{}, os::env_or_foreign);
     if (!env) return env.error();
     t = *env;
   }

@@ -12,6 +12,7 @@
 #include "engine/job.h"
 #include "engine/policy_report_file.h"
 #include "gpu/gpu_topology.h"
+#include "os/environment.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "os/monotonic_clock.h"
@@ -71,7 +72,7 @@ Result<std::shared_ptr<LedgerClaimBroker>> LedgerClaimBroker::for_this_process()
     memory = [t = *topo] { return os::read_memory_availability(t); };
   } else {
     allowed = topo->all_cpus();
-    if (const char* env = std::getenv("MLOS_ALLOWED_CPUS"); env && *env) {
+    if (const char* env = os::env("MLOS_ALLOWED_CPUS"); env && *env) {
       auto parsed = CpuSet::parse_list(env);
       if (!parsed) return parsed.error();
       allowed = *parsed;
@@ -101,7 +102,7 @@ Result<Grant> LedgerClaimBroker::acquire(const ClaimRequest& request) {
   }
   auto grant = record(request);
   if (!grant || !policies_ || request.envelope) return grant;
-  const char* every = std::getenv("MLOS_JOB_POLICIES");
+  const char* every = os::env("MLOS_JOB_POLICIES");
   const bool asked = !request.policies.empty() || (every != nullptr && *every != '\0');
   if (grant->claim_id == 0) {
     if (!asked) return grant;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "os/environment.h"
 #include "os/hwloc_topology.h"
 #include "os/own_threads.h"
 
@@ -86,7 +87,7 @@ Result<ProcessBound> decide_and_apply() {
   ProcessBound bound;
   if (topo->source != "this machine") {
     bound.cpus = topo->all_cpus();
-    if (const char* env = std::getenv("MLOS_ALLOWED_CPUS"); env && *env) {
+    if (const char* env = os::env("MLOS_ALLOWED_CPUS"); env && *env) {
       auto parsed = CpuSet::parse_list(env);
       if (!parsed) return parsed.error();
       bound.cpus = *parsed;
@@ -96,7 +97,7 @@ Result<ProcessBound> decide_and_apply() {
     auto affinity = kernel.affinity(getpid());
     if (!affinity) return affinity.error();
     bound.cpus = *affinity;
-    auto split = decide_rank_split(*topo, *affinity, [](const char* n) { return std::getenv(n); });
+    auto split = decide_rank_split(*topo, *affinity, os::env_or_foreign);
     if (!split) return split.error();
     if (*split) {
       auto tids = os::own_thread_ids();

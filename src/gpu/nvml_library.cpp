@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "gpu/nvml_functions.h"
+#include "os/environment.h"
 
 namespace mlos::gpu {
 
@@ -49,7 +50,7 @@ std::string NvmlLibrary::describe(const char* call, int nvml_return) const {
 
 Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::open() {
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary);
-  const char* chosen = std::getenv("MLOS_NVML_LIBRARY");
+  const char* chosen = os::env("MLOS_NVML_LIBRARY");
   lib->path_ = chosen != nullptr && *chosen != '\0' ? chosen : kDefaultLibrary;
   // RTLD_LOCAL: NVML's symbols stay out of the global namespace, where a
   // CUDA application may have its own copy loaded.

@@ -122,6 +122,11 @@ class Interposer {
  public:
   Interposer() {
     ShareConfig config;
+    // Plain getenv, not os::env (os/environment.h): this library is
+    // preloaded into programs built elsewhere and links mlos_gpushare_core
+    // alone, not mlos_internal (cmake/gpushare.cmake). The four variables
+    // are in the table all the same (core/environment.cpp), and
+    // scripts/check_environment.py allows this file's reads by name.
     if (!parse_share_config(std::getenv("MLOS_GPUSHARE_STATE"), std::getenv("MLOS_GPU_MEMORY_LIMIT"),
                             std::getenv("MLOS_GPU_SHARE"), std::getenv("MLOS_GPU_SHARE_MECHANISM"), &config,
                             &broken_)) {

@@ -46,6 +46,8 @@ bool in_child_pid_namespace() {
 }  // namespace
 
 UtilizationWatch::UtilizationWatch() : fn_(new Functions) {
+  // Plain getenv: part of the preloaded interposer, which does not link
+  // os::env (driver_hooks.cpp says why); MLOS_NVML_LIBRARY is in the table.
   const char* path = std::getenv("MLOS_NVML_LIBRARY");
   lib_ = dlopen(path != nullptr && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {

@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "os/environment.h"
+
 namespace mlos::os {
 
 namespace {
@@ -165,7 +167,7 @@ Result<Topology> shared_topology() {
   static std::once_flag once;
   static std::optional<Result<Topology>> cached;
   std::call_once(once, [] {
-    const char* env = std::getenv("MLOS_TOPOLOGY");
+    const char* env = os::env("MLOS_TOPOLOGY");
     auto source = TopologySource::parse(env ? env : "");
     cached.emplace(source ? load_topology(*source) : Result<Topology>(source.error()));
   });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "os/durable_file.h"
+#include "os/environment.h"
 #include "os/process_info.h"
 #include "os/trusted_path.h"
 
@@ -73,7 +74,7 @@ std::string configured_install_part_path(InstallPart part) {
 
 Result<std::string> locate_install_part(InstallPart part, const char* env_var) {
   std::vector<std::string> candidates;
-  const char* from_env = env_var != nullptr ? std::getenv(env_var) : nullptr;
+  const char* from_env = env_var != nullptr ? env(env_var) : nullptr;
   const bool given = from_env != nullptr && *from_env != '\0';
   if (given) {
     candidates = {from_env};

@@ -26,7 +26,8 @@ InstallDirs configured_install_dirs();
 std::string configured_install_part_path(InstallPart part);
 
 // Where `part` lies for this process: $`env_var` alone when it is set and
-// not empty (nullptr: no variable); else the candidates beside
+// not empty (nullptr: no variable; one that is not in core/environment.h's
+// table aborts, as os::env does); else the candidates beside
 // own_binary_dir(), then configured_install_part_path(): the first that
 // exists as the part must (a directory; an executable or a readable
 // regular file), symlinks and ".." resolved. UNSUPPORTED naming every

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "os/durable_file.h"
+#include "os/environment.h"
 #include "os/own_directory.h"
 #include "os/process_info.h"
 #include "os/unique_fd.h"
@@ -41,7 +42,7 @@ bool forget_if_rebooted(ClaimLedger& ledger) {
 }  // namespace
 
 std::string default_runtime_dir() {
-  if (const char* d = std::getenv("MLOS_RUNTIME_DIR"); d && *d) return d;
+  if (const char* d = os::env("MLOS_RUNTIME_DIR"); d && *d) return d;
   if (geteuid() == 0) return "/run/mlos";
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/mlos";
   return "/tmp/mlos-" + std::to_string(geteuid());

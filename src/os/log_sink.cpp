@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/control_escape.h"
+#include "os/environment.h"
 
 namespace mlos {
 
@@ -26,7 +27,7 @@ Sink& sink() {
 
 int env_level() {
   static const int level = [] {
-    const char* v = std::getenv("MLOS_LOG_LEVEL");
+    const char* v = os::env("MLOS_LOG_LEVEL");
     if (v == nullptr) return -1;
     const char* names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; ++i) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "os/environment.h"
 #include "os/unix_socket.h"
 #include "protocol/frame_codec.h"
 
@@ -16,7 +17,7 @@ namespace mlos::protocol {
 using nlohmann::json;
 
 std::string default_socket_path() {
-  const char* env = std::getenv("MLOS_DAEMON_SOCKET");
+  const char* env = os::env("MLOS_DAEMON_SOCKET");
   return env != nullptr && *env ? env : "/run/mlos/mlosd.sock";
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "os/environment.h"
+
 namespace mlos::tune {
 
 namespace {
@@ -58,7 +60,7 @@ std::vector<std::string> allocator_search_dirs() {
     }
     dirs.push_back(d);
   };
-  if (const char* given = std::getenv("MLOS_ALLOCATOR_DIRS"); given != nullptr) {
+  if (const char* given = os::env("MLOS_ALLOCATOR_DIRS"); given != nullptr) {
     std::stringstream in(given);
     for (std::string d; std::getline(in, d, ':');) add(d);
     return dirs;

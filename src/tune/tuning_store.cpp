@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "os/environment.h"
 #include "os/make_directories.h"
 #include "os/unique_fd.h"
 
@@ -54,7 +55,7 @@ void read_record(const std::string& path, CandidateRecord& r) {
 }  // namespace
 
 std::string default_tune_dir() {
-  if (const char* d = std::getenv("MLOS_TUNE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* d = os::env("MLOS_TUNE_DIR"); d != nullptr && *d != '\0') return d;
   if (::geteuid() == 0) return "/var/lib/mlos/tune";
   if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x == '/') return std::string(x) + "/mlos/tune";
   if (const char* h = std::getenv("HOME"); h != nullptr && *h == '/') return std::string(h) + "/.local/state/mlos/tune";

@@ -12,7 +12,7 @@ from cli_helpers import EXIT_RUN_FAILED, EXIT_USAGE
 from conftest import REPO_ROOT, build_dir
 
 COMPLETIONS = REPO_ROOT / "packaging" / "completions"
-SUBCOMMANDS = ("topo", "status", "top", "daemon", "run", "policy")
+SUBCOMMANDS = ("topo", "status", "top", "daemon", "run", "policy", "env")
 POLICY_ACTIONS = ("list", "info", "load", "unload")
 
 
@@ -62,6 +62,7 @@ def test_command_options_without_dashes_get_the_hint(mlos):
     (("status",), "mlos status --json"),
     (("policy",), "mlos policy list"),
     (("topo",), "mlos topo --json"),
+    (("env",), "mlos env --markdown"),
 ])
 def test_help_ends_with_examples(mlos, sub, expected):
     r = mlos.run(*sub, "--help")
@@ -124,7 +125,7 @@ def test_bash_completion_completes_commands_after_dashes():
     assert bash_complete("mlos", "run", "--", "bash", "--no") == []
 
 
-@pytest.mark.parametrize("sub", [("topo",), ("status",), ("top",), ("run",), ("policy", "list"),
+@pytest.mark.parametrize("sub", [("topo",), ("status",), ("top",), ("run",), ("env",), ("policy", "list"),
                                  ("policy", "info"), ("policy", "load"), ("policy", "unload"), ()],
                          ids=lambda s: "_".join(s) or "mlos")
 def test_completions_offer_every_option_help_lists(mlos, sub):

@@ -35,17 +35,25 @@ TEST(InstallLocation, TheBinaryHoldingMlosCodeIsFoundFromProcSelfMaps) {
 }
 
 TEST(InstallLocation, AVariableNamesThePartAloneAndAMissingOneIsUnsupported) {
-  setenv("MLOS_TEST_LOCATE", "/nonexistent/mlos-policyhost", 1);
-  auto found = locate_install_part(InstallPart::kPolicyHost, "MLOS_TEST_LOCATE");
-  unsetenv("MLOS_TEST_LOCATE");
+  // A variable of the table (core/environment.h): locate_install_part reads through os::env.
+  const char* before = getenv("MLOS_POLICY_HOST");
+  const bool was_set = before != nullptr;
+  const std::string saved = was_set ? before : "";
+  setenv("MLOS_POLICY_HOST", "/nonexistent/mlos-policyhost", 1);
+  auto found = locate_install_part(InstallPart::kPolicyHost, "MLOS_POLICY_HOST");
+  unsetenv("MLOS_POLICY_HOST");
   ASSERT_FALSE(found.ok());
   EXPECT_EQ(found.error().code, MLOS_ERR_UNSUPPORTED);
   EXPECT_NE(found.error().message.find("/nonexistent/mlos-policyhost"), std::string::npos) << found.error().message;
-  EXPECT_NE(found.error().message.find("MLOS_TEST_LOCATE"), std::string::npos) << found.error().message;
+  EXPECT_NE(found.error().message.find("MLOS_POLICY_HOST"), std::string::npos) << found.error().message;
   // The variable's file, when it exists, is the answer (resolved).
-  setenv("MLOS_TEST_LOCATE", "/bin/../bin/sh", 1);
-  auto sh = locate_install_part(InstallPart::kPolicyHost, "MLOS_TEST_LOCATE");
-  unsetenv("MLOS_TEST_LOCATE");
+  setenv("MLOS_POLICY_HOST", "/bin/../bin/sh", 1);
+  auto sh = locate_install_part(InstallPart::kPolicyHost, "MLOS_POLICY_HOST");
+  if (was_set) {
+    setenv("MLOS_POLICY_HOST", saved.c_str(), 1);
+  } else {
+    unsetenv("MLOS_POLICY_HOST");
+  }
   ASSERT_TRUE(sh.ok()) << sh.error().describe();
   EXPECT_EQ(sh->find(".."), std::string::npos) << *sh;
 }

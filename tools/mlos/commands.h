@@ -78,6 +78,14 @@ struct TopOptions {
 };
 int run_top(const TopOptions& options);
 
+// The environment variables mlOS reads and sets (core/environment.h): one
+// block each for a terminal, or with markdown the table docs/environment.md
+// holds. Reads no variable itself; always 0.
+struct EnvOptions {
+  bool markdown = false;
+};
+int run_env(const EnvOptions& options);
+
 // Execs mlosd with `args`; returns only if that failed (126, or 127 when
 // mlosd was not found).
 struct DaemonOptions {

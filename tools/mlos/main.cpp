@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       "answers), MLOS_RUNTIME_DIR (ledger directory), MLOS_DAEMON_SOCKET (mlosd's socket), MLOS_TOPOLOGY (synthetic:<hwloc desc> | xml:<file>, "
       "for planning on other machines), MLOS_ALLOWED_CPUS (allowed CPUs on such a topology), MLOS_TUNE_DIR "
       "(what `mlos run` learnt per command), MLOS_ALLOCATOR_DIRS (where it looks for allocators), MLOS_NVML_LIBRARY "
-      "(the NVML library to load instead of libnvidia-ml.so.1).\n"
+      "(the NVML library to load instead of libnvidia-ml.so.1); `mlos env` lists every variable.\n"
       "Examples:\n"
       "  mlos run -- python train.py          run on every CPU this process may use\n"
       "  mlos run --cpus 8 --mem 16G -- ./train\n"
@@ -207,6 +207,13 @@ int main(int argc, char** argv) {
   policy_unload->add_option("name", policy.name, "The policy")->required();
   policy_cmd->footer("Examples:\n  mlos policy list\n  MLOS_MODE=embedded mlos policy list\n  mlos policy info phase-weights\n  sudo mlos policy load thread-governor");
 
+  EnvOptions env;
+  auto* env_cmd = app.add_subcommand(
+      "env", "List the environment variables mlOS reads and the ones `mlos run` sets: value, default, meaning, "
+             "who sets and who reads each");
+  env_cmd->add_flag("--markdown", env.markdown, "The Markdown table docs/environment.md holds");
+  env_cmd->footer("Examples:\n  mlos env\n  mlos env | grep -A4 MLOS_STORE\n  mlos env --markdown");
+
   if (argc >= 2 && std::string(argv[1]) == "daemon") return run_daemon(DaemonOptions{{argv + 2, argv + argc}});
 
   // Everything after the first "--" is CMD, passed on verbatim: CLI11 would
@@ -256,6 +263,7 @@ int main(int argc, char** argv) {
     if (status_cmd->parsed()) return run_status(status);
     if (top_cmd->parsed()) return run_top(top);
     if (policy_cmd->parsed()) return run_policy(policy);
+    if (env_cmd->parsed()) return run_env(env);
     return run_run(run);
   } catch (const std::exception& e) {
     std::cerr << "mlos: internal error: " << e.what() << "\n";

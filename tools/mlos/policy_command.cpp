@@ -14,6 +14,7 @@
 #include "engine/embedded_policy_config.h"
 #include "install_paths.h"
 #include "mlos/errors.h"
+#include "os/environment.h"
 #include "os/install_location.h"
 #include "policy/policy_catalog.h"
 #include "policy_describe.h"
@@ -66,7 +67,7 @@ json embedded_catalog() {
 // --source, else MLOS_MODE (embedded, daemon), else auto.
 std::string list_source(const PolicyOptions& o) {
   if (!o.source.empty()) return o.source;
-  const char* mode = std::getenv("MLOS_MODE");
+  const char* mode = os::env("MLOS_MODE");
   if (mode != nullptr && (std::string(mode) == "embedded" || std::string(mode) == "daemon")) return mode;
   return "auto";
 }

@@ -27,6 +27,7 @@
 #include "api/engine_select.h"
 #include "engine/embedded_policy_config.h"
 #include "engine/ledger_claim_broker.h"
+#include "os/environment.h"
 #include "os/hwloc_topology.h"
 #include "os/kernel.h"
 #include "policy/policy_catalog.h"
@@ -41,7 +42,7 @@ namespace {
 // random source in hex, unless the environment already has one (a launcher
 // above chose it; every rank must share it).
 Status give_store_secret() {
-  const char* set = std::getenv("MLOS_STORE_SECRET");
+  const char* set = os::env("MLOS_STORE_SECRET");
   if (set && *set) return Status::Ok();
   unsigned char raw[16];
   if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw)) {
@@ -71,7 +72,7 @@ const char* const kThreadEnv[] = {"OMP_NUM_THREADS",        "MKL_NUM_THREADS",  
 // (python/mlos_training/autostart.py), and torchrun, which sets
 // OMP_NUM_THREADS=1 only where it is unset, passes them on unchanged.
 void set_thread_env(const std::string& threads) {
-  const char* outer = getenv("MLOS_THREAD_ENV");
+  const char* outer = os::env("MLOS_THREAD_ENV");
   const std::string ours = outer ? "," + std::string(outer) + "," : "";
   for (const char* name : kThreadEnv) {
     if (getenv(name) != nullptr && ours.find("," + std::string(name) + ",") == std::string::npos) {
@@ -184,7 +185,7 @@ Result<ClaimRequest> to_request(const RunOptions& o) {
 // A described machine (MLOS_TOPOLOGY) is planned on by the embedded engine
 // alone: mlosd only knows the machine it runs on.
 Result<std::shared_ptr<ClaimBroker>> broker_for_run() {
-  const char* described = std::getenv("MLOS_TOPOLOGY");
+  const char* described = os::env("MLOS_TOPOLOGY");
   if (described == nullptr || *described == '\0') return select_broker();
   auto ledger = LedgerClaimBroker::for_this_process();
   if (!ledger) return ledger.error();
@@ -205,14 +206,14 @@ Result<int> narrow_to_cpu_list(const std::string& text) {
                                                      "\" is not a CPU list such as 0,2-3 (the kernel's list "
                                                      "format: numbers and ranges, comma-separated)");
   }
-  const char* described = std::getenv("MLOS_TOPOLOGY");
+  const char* described = os::env("MLOS_TOPOLOGY");
   const bool elsewhere = described != nullptr && *described != '\0';
   CpuSet allowed;
   if (elsewhere) {
     auto topo = os::shared_topology();
     if (!topo) return topo.error();
     allowed = topo->all_cpus();
-    if (const char* env = std::getenv("MLOS_ALLOWED_CPUS"); env && *env) {
+    if (const char* env = os::env("MLOS_ALLOWED_CPUS"); env && *env) {
       auto parsed = CpuSet::parse_list(env);
       if (!parsed) return parsed.error();
       allowed = allowed & *parsed;

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "os/environment.h"
 #include "tune/allocator_library.h"
 #include "tune/launch_candidates.h"
 #include "tune/tuning_decision.h"
@@ -15,8 +16,9 @@ namespace mlos::cli {
 
 namespace {
 
+// MLOS_TUNE_CHOICE through the table (os/environment.h), LD_PRELOAD as it is.
 std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = os::env_or_foreign(name);
   return v != nullptr ? v : "";
 }
 

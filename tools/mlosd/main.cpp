@@ -38,6 +38,7 @@
 #include "os/cgroup/checked_attach.h"
 #include "os/cpu_times.h"
 #include "os/durable_file.h"
+#include "os/environment.h"
 #include "os/hwloc_topology.h"
 #include "os/journal_log.h"
 #include "os/kernel.h"
@@ -161,7 +162,7 @@ Result<mlos::ProcessId> peer_process(const os::PeerCredentials& peer) {
 // The most detailed level logged: MLOS_LOG_LEVEL (error, warn, info,
 // debug; debug adds every phase change), info by default.
 mlos_log_level_t log_level() {
-  const char* v = std::getenv("MLOS_LOG_LEVEL");
+  const char* v = os::env("MLOS_LOG_LEVEL");
   const std::string level = v == nullptr ? "" : v;
   if (level == "error") return MLOS_LOG_ERROR;
   if (level == "warn") return MLOS_LOG_WARN;
