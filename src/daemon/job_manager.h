@@ -40,6 +40,7 @@
 #include "daemon/job_cgroups.h"
 #include "daemon/job_memory_watches.h"
 #include "daemon/live_job.h"
+#include "daemon/pending_replies.h"
 #include "daemon/job_metrics.h"
 #include "daemon/job_origin.h"
 #include "daemon/job_registry.h"
@@ -229,13 +230,11 @@ class JobManager {
   // real reply is taken from here later, once a policy_woke() or tick()
   // has collected every verdict it needs. Meanwhile a granted job holds
   // its CPUs; a refused one is then taken back.
-  struct FinishedReply {
-    uint64_t token;
-    Result<nlohmann::json> reply;
-  };
-  std::vector<FinishedReply> take_finished_replies() { return std::exchange(finished_, {}); }
+  // (daemon/pending_replies.h).
+  using FinishedReply = PendingReplies::Finished;
+  std::vector<FinishedReply> take_finished_replies() { return replies_.take_finished(); }
   // The token of a pending reply, nullopt for any other.
-  static std::optional<uint64_t> pending_token(const nlohmann::json& reply);
+  static std::optional<uint64_t> pending_token(const nlohmann::json& reply) { return PendingReplies::token_of(reply); }
 
   // What a config reload changes here (daemon/config_reload.h): quotas,
   // memory thresholds for jobs that give none, the cgroups jobs stay in,
@@ -359,18 +358,9 @@ class JobManager {
   // A verdict callback that notes a failure on job `id` (if it is still
   // there) as prefix + the error's message + suffix.
   policy::PolicyHosts::Verdict note_policy_failure(uint64_t id, std::string note_prefix, std::string note_suffix);
-  // A reply that needs verdicts: runs each of `asks` (one attach or load,
-  // given the callback for its verdict), then `finish` with the first
-  // refusal (or none) once all verdicts are in. Returns finish's reply if
-  // they all came at once, else {"pending": token} (take_finished_replies).
-  using VerdictAsk = std::function<void(policy::PolicyHosts::Verdict)>;
-  using FinishReply = std::function<Result<nlohmann::json>(const std::optional<Error>& refused)>;
-  Result<nlohmann::json> after_verdicts(const std::vector<VerdictAsk>& asks, FinishReply finish);
-  // One verdict for pending reply `token`; the reply once it was the last.
-  std::optional<Result<nlohmann::json>> verdict_in(uint64_t token, const Status& verdict);
   // Attaches of the default policies the job did not ask for itself, for
-  // after_verdicts: a failure is a note on the job, never a refusal.
-  std::vector<VerdictAsk> default_policy_asks(const Live& job);
+  // replies_.after(): a failure is a note on the job, never a refusal.
+  std::vector<PendingReplies::Ask> default_policy_asks(const Live& job);
   // The job's cgroup (or its envelope's) after a policy changed its
   // settings.
   void refresh_after_policy(Live& job);
@@ -382,14 +372,7 @@ class JobManager {
   JobManagerDeps d_;
   std::unique_ptr<policy::PolicyHosts> policies_;  // null: no policy modules
   std::deque<policy::JobPolicyOp> policy_ops_;     // queued by policies, run by poll_policies
-  struct PendingReply {
-    size_t outstanding = 0;       // verdicts still to come
-    std::optional<Error> refused;  // the first refusal
-    FinishReply finish;
-  };
-  uint64_t next_token_ = 1;
-  std::map<uint64_t, PendingReply> pending_;
-  std::vector<FinishedReply> finished_;
+  PendingReplies replies_;  // replies waiting for policies' verdicts
   std::string cgroup_version_;
   std::map<uint64_t, Live> jobs_;
   JobBook book_;    // ids, bookings, dependents, envelopes, holdings

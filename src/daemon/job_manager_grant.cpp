@@ -189,7 +189,7 @@ void JobManager::map_phase_page(Live& j, const os::UniqueFd& page, int owner_fd)
 Result<json> JobManager::attach_grant_policies(Live& live, const Placement& placement) {
   // The policies it asked for are part of the grant: one that cannot be
   // attached takes the job back, so the caller gets all or nothing. Their
-  // verdicts may come later (after_verdicts): the job holds its CPUs
+  // verdicts may come later (PendingReplies): the job holds its CPUs
   // meanwhile. The defaults are attached too; their failures are notes.
   const uint64_t id = live.record.id;
   if (!policies_ && !live.record.policies.empty()) {
@@ -197,14 +197,14 @@ Result<json> JobManager::attach_grant_policies(Live& live, const Placement& plac
     (void)persist_removal({id});
     return make_error(MLOS_ERR_UNSUPPORTED, "job not granted: this mlosd runs without policy modules");
   }
-  std::vector<VerdictAsk> asks;
+  std::vector<PendingReplies::Ask> asks;
   for (const auto& [name, config] : live.record.policies.items()) {
     asks.push_back([this, name = name, config = config, id](policy::PolicyHosts::Verdict v) {
       policies_->attach_async(name, id, config, std::move(v));
     });
   }
-  for (VerdictAsk& ask : default_policy_asks(live)) asks.push_back(std::move(ask));
-  return after_verdicts(asks, [this, id, placement](const std::optional<Error>& refused) -> Result<json> {
+  for (PendingReplies::Ask& ask : default_policy_asks(live)) asks.push_back(std::move(ask));
+  return replies_.after(asks, [this, id, placement](const std::optional<Error>& refused) -> Result<json> {
     return finish_grant(id, placement, refused);
   });
 }

@@ -113,8 +113,8 @@ policy::PolicyHosts::Verdict JobManager::note_policy_failure(uint64_t id, std::s
   };
 }
 
-std::vector<JobManager::VerdictAsk> JobManager::default_policy_asks(const Live& j) {
-  std::vector<VerdictAsk> asks;
+std::vector<PendingReplies::Ask> JobManager::default_policy_asks(const Live& j) {
+  std::vector<PendingReplies::Ask> asks;
   if (!policies_) return asks;
   const uint64_t id = j.record.id;
   for (const std::string& name : d_.default_policies) {
@@ -136,39 +136,7 @@ void JobManager::reattach_policies(Live& j) {
   for (const auto& [name, config] : j.record.policies.items()) {
     policies_->attach_async(name, id, config, note_policy_failure(id, "policy " + name + ": not attached again (", ")"));
   }
-  for (const VerdictAsk& ask : default_policy_asks(j)) ask([](Status) {});
-}
-
-std::optional<uint64_t> JobManager::pending_token(const json& reply) {
-  auto it = reply.find("pending");
-  if (it == reply.end() || !it->is_number_unsigned()) return std::nullopt;
-  return it->get<uint64_t>();
-}
-
-Result<json> JobManager::after_verdicts(const std::vector<VerdictAsk>& asks, FinishReply finish) {
-  const uint64_t token = next_token_++;
-  PendingReply& p = pending_[token];
-  p.outstanding = asks.size() + 1;  // one held until every ask is made: no reply finishes early
-  p.finish = std::move(finish);
-  for (const VerdictAsk& ask : asks) {
-    ask([this, token](Status s) {
-      if (auto reply = verdict_in(token, s)) finished_.push_back(FinishedReply{token, std::move(*reply)});
-    });
-  }
-  if (auto reply = verdict_in(token, Status::Ok())) return std::move(*reply);
-  return json{{"pending", token}};
-}
-
-std::optional<Result<json>> JobManager::verdict_in(uint64_t token, const Status& verdict) {
-  auto it = pending_.find(token);
-  if (it == pending_.end()) return std::nullopt;
-  PendingReply& p = it->second;
-  if (!verdict && !p.refused) p.refused = verdict.error();
-  if (--p.outstanding > 0) return std::nullopt;
-  FinishReply finish = std::move(p.finish);
-  const std::optional<Error> refused = p.refused;
-  pending_.erase(it);
-  return finish(refused);
+  for (const PendingReplies::Ask& ask : default_policy_asks(j)) ask([](Status) {});
 }
 
 Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_t job, const std::string& name,
@@ -180,7 +148,7 @@ Result<json> JobManager::request_policy(const os::PeerCredentials& peer, uint64_
   if ((*j)->record.ledger_claim != 0) {
     return make_error(MLOS_ERR_UNSUPPORTED, "job " + std::to_string(job) + " is an embedded-ledger claim");
   }
-  return after_verdicts(
+  return replies_.after(
       {[this, name, job, config](policy::PolicyHosts::Verdict v) { policies_->attach_async(name, job, config, std::move(v)); }},
       [this, name, job, config](const std::optional<Error>& refused) -> Result<json> {
         if (refused) return *refused;
@@ -245,7 +213,7 @@ json JobManager::loaded_policies() const { return policies_ ? policies_->status(
 Result<json> JobManager::load_policy(const os::PeerCredentials& peer, const std::string& name) {
   if (peer.uid != 0) return make_error(MLOS_ERR_PERMISSION, "only root loads policies ahead of jobs");
   if (!policies_) return make_error(MLOS_ERR_UNSUPPORTED, "this mlosd runs without policy modules");
-  return after_verdicts({[this, name](policy::PolicyHosts::Verdict v) { policies_->load_async(name, std::move(v)); }},
+  return replies_.after({[this, name](policy::PolicyHosts::Verdict v) { policies_->load_async(name, std::move(v)); }},
                         [](const std::optional<Error>& refused) -> Result<json> {
                           if (refused) return *refused;
                           return json::object();
