@@ -4,23 +4,15 @@
 #include <algorithm>
 #include <set>
 
-#include "core/json_fields.h"
 #include "core/memory_pressure_json.h"
 #include "core/phase_policy.h"
 #include "daemon/event_log.h"
-#include "daemon/job_origin.h"
 #include "daemon/job_status.h"
 #include "os/log_sink.h"
-#include "os/memory_sources.h"
-#include "protocol/grant.h"
 
 namespace mlos::daemon {
 
-namespace {
-
 using nlohmann::json;
-
-}  // namespace
 
 JobManager::JobManager(JobManagerDeps deps)
     : d_(std::move(deps)),
