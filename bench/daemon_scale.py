@@ -337,6 +337,21 @@ def one_scale_run(daemon, uids, jobs):
         daemon.remove_cgroups()
 
 
+def build_name(build):
+    """A build as results name it: its commit (from the source tree its
+    CMakeCache names), never a path of this machine."""
+    source = None
+    try:
+        for line in (Path(build) / "CMakeCache.txt").read_text().splitlines():
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                source = line.split("=", 1)[1]
+        commit = subprocess.run(["git", "-C", source, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip() if source else ""
+    except (OSError, subprocess.CalledProcessError):
+        commit = ""
+    return f"build of {commit}" if commit else "another build"
+
+
 def compare(a, uids):
     builds = {"this": None, "other": Path(a.compare_with).resolve()}
     runs = {name: [] for name in builds}
@@ -348,7 +363,7 @@ def compare(a, uids):
                 DaemonFrom(work, build, cgroups=a.cgroups, confine="off")
             print(f"run {rep + 1}/{a.repeats}: {name} ({d.binary})", file=sys.stderr)
             runs[name].append(one_scale_run(d, uids, a.jobs))
-    result = {"jobs": a.jobs, "repeats": a.repeats, "other": str(builds["other"]), "runs": runs}
+    result = {"jobs": a.jobs, "repeats": a.repeats, "other": build_name(builds["other"]), "runs": runs}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "daemon_scale_compare.json").write_text(json.dumps(result, indent=2))
