@@ -60,6 +60,14 @@ struct PhaseSnapshot {
     uint64_t checkpoint_saves = 0, checkpoint_bytes = 0, checkpoint_ns = 0;
   };
   std::optional<Activity> activity;
+
+  // Time in phase `p` up to `now_ns`: its completed visits and, if it is
+  // the current phase, the running one.
+  uint64_t nanoseconds_at(int p, uint64_t now_ns) const {
+    uint64_t ns = phase_ns[p];
+    if (p == phase && now_ns > entered_ns) ns += now_ns - entered_ns;
+    return ns;
+  }
 };
 
 // Writes a page. Not thread-safe: one writer at a time (the job's mutex).

@@ -50,9 +50,9 @@ JobSample sample_job(const LiveJob& j, uint64_t now_ns, const std::optional<os::
     s.phase = snap->phase;
     s.activity = snap->activity;
     for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-      uint64_t ns = snap->phase_ns[p];
-      // A page records completed visits; add the running one.
-      if (j.page && p == snap->phase && now_ns > snap->entered_ns) ns += now_ns - snap->entered_ns;
+      // A page records completed visits (the running one is added); the
+      // phases sent over the socket are counted up to now already.
+      const uint64_t ns = j.page ? snap->nanoseconds_at(p, now_ns) : snap->phase_ns[p];
       s.phase_seconds[p] = static_cast<double>(ns) / 1e9;
       s.phase_entries[p] = snap->entries[p];
     }

@@ -152,9 +152,7 @@ EmbeddedPolicies::EmbeddedPolicies(Options options) : o_(std::move(options)), s_
     if (auto snap = j.phases->read()) {
       in.phase = snap->phase;
       for (int p = 0; p < MLOS_TRAINING_PHASE_COUNT; ++p) {
-        uint64_t ns = snap->phase_ns[p];
-        if (p == snap->phase && in.now_ns > snap->entered_ns) ns += in.now_ns - snap->entered_ns;
-        in.phase_seconds[p] = static_cast<double>(ns) / 1e9;
+        in.phase_seconds[p] = static_cast<double>(snap->nanoseconds_at(p, in.now_ns)) / 1e9;
         in.phase_entries[p] = snap->entries[p];
       }
     }

@@ -5,11 +5,12 @@
 #include "daemon/job_store.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
+
+#include "integration/temp_dir.h"
 
 namespace mlos::daemon {
 namespace {
@@ -28,12 +29,7 @@ JobRecord record(uint64_t id, size_t label_bytes = 8) {
 
 class JobStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "mlos-jobstore-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()) << "no temporary directory"; }
 
   // The registry as the jobs listed in `ids`, counting the calls.
   JobStore::AllJobs all(const std::vector<uint64_t>& ids) {
@@ -55,7 +51,8 @@ class JobStoreTest : public ::testing::Test {
     return ids;
   }
 
-  std::string dir_;
+  mlos_test::TempDir temp_{"mlos-jobstore"};
+  const std::string& dir_ = temp_.path();
   int listed_ = 0;
   uint64_t now_ = 0;
 };
